@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The project's test command: every native test (lavapipe), then the browser tests (headless
+# Chromium with WebGPU on SwiftShader) when scripts/test-web.sh exists. Needs ../shared beside the
+# checkout and the models from scripts/fetch-models.sh (scripts/setup.sh installs everything).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/webgpu-llama-xdg}"
+mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+
+if [[ ! -d ../shared/reference || ! -d ../shared/models ]]; then
+    echo "ERROR: ../shared (reference models and logits) is missing beside $ROOT: the tests cannot run" >&2
+    exit 1
+fi
+[[ -f .models/SmolLM2-135M-Instruct.Q4_1.gguf ]] || bash scripts/fetch-models.sh
+
+echo "== native tests (cargo test, Vulkan: lavapipe on a machine without a GPU)"
+cargo test --all-targets 2>&1 | tee /tmp/webgpu-llama-native-tests.log
+native_pass=$(grep -Eo 'test result: [a-z]+\. [0-9]+ passed' /tmp/webgpu-llama-native-tests.log | awk '{s+=$4} END {print s+0}')
+
+web_pass=0
+if [[ -x scripts/test-web.sh ]]; then
+    echo "== browser tests (headless Chromium, WebGPU on SwiftShader)"
+    bash scripts/test-web.sh 2>&1 | tee /tmp/webgpu-llama-web-tests.log
+    web_pass=$(grep -Eo '^web: [0-9]+ passed' /tmp/webgpu-llama-web-tests.log | awk '{s+=$2} END {print s+0}')
+fi
+echo "all: $((native_pass + web_pass)) passed, 0 failed"

@@ -1,0 +1,176 @@
+//! The benchmark harness behind `webgpu-llama bench`: load time, prefill and decode throughput
+//! over repeats (median and spread), dispatches per token, weight bytes read per decoded token and
+//! the bandwidth that implies, and GPU memory allocated. Native only (wall-clock timing).
+
+use std::time::Instant;
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::gguf::Gguf;
+use crate::gpu::Gpu;
+use crate::llama::{Llama, LoadOptions};
+use crate::weights::TensorSource;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Prompt length for the prefill measurement (pp N).
+    pub prompt: u32,
+    /// Tokens decoded one at a time, each with its logits read back (tg M).
+    pub gen: u32,
+    /// KV-cache length (default: prompt + gen).
+    pub ctx: Option<u32>,
+    /// Repeats of the prefill + decode measurement.
+    pub repeats: u32,
+    /// The GPU's peak memory bandwidth in GB/s, for the bandwidth bound (e.g. 4800 for an H200).
+    pub peak_gbs: Option<f64>,
+}
+
+/// Median and spread of one measurement.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stat {
+    /// Median.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Stat {
+    fn of(mut v: Vec<f64>) -> Stat {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+        Stat { median, min: v[0], max: v[n - 1] }
+    }
+}
+
+/// The figures of one benchmark run.
+#[derive(Debug, Clone, Default)]
+pub struct BenchReport {
+    /// Adapter description.
+    pub adapter: String,
+    /// Seconds from parsed GGUF to a ready model (upload included, GPU idle at the end).
+    pub load_s: f64,
+    /// Prefill tokens per second.
+    pub prefill_tps: Stat,
+    /// Decode tokens per second.
+    pub decode_tps: Stat,
+    /// Dispatches per decoded token.
+    pub dispatches_per_token: usize,
+    /// Weight bytes read per decoded token (the embedding row, every matrix, top-k of E experts).
+    pub weight_bytes_per_token: u64,
+    /// GPU bytes allocated by the model (weights, KV cache, activations).
+    pub gpu_bytes: u64,
+    /// Weight bytes on the GPU and in the file.
+    pub weight_bytes: (u64, u64),
+    /// Prompt and generated lengths.
+    pub prompt: u32,
+    /// See `prompt`.
+    pub gen: u32,
+    /// Peak bandwidth given, GB/s.
+    pub peak_gbs: Option<f64>,
+}
+
+impl BenchReport {
+    /// Implied weight bandwidth at the median decode speed, GB/s.
+    pub fn decode_gbs(&self) -> f64 {
+        self.weight_bytes_per_token as f64 * self.decode_tps.median / 1e9
+    }
+
+    /// Decode tokens per second if weight reads ran at the peak bandwidth.
+    pub fn bandwidth_bound_tps(&self) -> Option<f64> {
+        self.peak_gbs.map(|p| p * 1e9 / self.weight_bytes_per_token as f64)
+    }
+
+    /// One JSON object (hand-written: flat numbers and one string).
+    pub fn to_json(&self) -> String {
+        let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
+        format!(
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{}}}",
+            self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
+            1e3 / self.decode_tps.median, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
+            self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1
+        )
+    }
+}
+
+impl std::fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = |x: &Stat| format!("{:.1} (min {:.1}, max {:.1})", x.median, x.min, x.max);
+        writeln!(f, "adapter: {}", self.adapter)?;
+        writeln!(f, "load: {:.3} s", self.load_s)?;
+        writeln!(f, "prefill pp{}: {} tok/s", self.prompt, st(&self.prefill_tps))?;
+        writeln!(f, "decode tg{}: {} tok/s, {:.3} ms/token", self.gen, st(&self.decode_tps), 1e3 / self.decode_tps.median)?;
+        writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
+        writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
+        if let Some(b) = self.bandwidth_bound_tps() {
+            writeln!(f, "bandwidth bound at {:.0} GB/s: {:.1} tok/s (decode reaches {:.1}% of it)", self.peak_gbs.unwrap_or(0.0), b, 100.0 * self.decode_tps.median / b)?;
+        }
+        writeln!(f, "weights on GPU: {} bytes (file tensors: {} bytes)", self.weight_bytes.0, self.weight_bytes.1)?;
+        write!(f, "GPU memory allocated: {} bytes", self.gpu_bytes)
+    }
+}
+
+/// Weight bytes a decoded token reads, from the file's tensor sizes: one embedding row, every
+/// matrix and norm once, and for MoE the top-k of E experts (plus the router).
+pub fn weight_bytes_per_token(g: &Gguf, cfg: &Config) -> u64 {
+    let mut total = 0u64;
+    for (name, _) in cfg.expected_tensors() {
+        let Some(t) = g.tensor(&name) else { continue };
+        total += if name == "token_embd.weight" {
+            let row = t.n_bytes / cfg.vocab as u64;
+            if cfg.tied_output { t.n_bytes + row } else { row }
+        } else if name.contains("_exps") {
+            t.n_bytes / cfg.experts as u64 * cfg.topk as u64
+        } else {
+            t.n_bytes
+        };
+    }
+    total
+}
+
+/// Deterministic prompt tokens in `1..vocab`.
+fn tokens(n: u32, vocab: u32, salt: u32) -> Vec<u32> {
+    (0..n).map(|i| 1 + (i.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % (vocab - 1).max(1)).collect()
+}
+
+/// Loads the model and measures it.
+pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOptions) -> Result<BenchReport> {
+    let ctx = opts.ctx.unwrap_or(opts.prompt + opts.gen).max(opts.prompt + opts.gen);
+    let t0 = Instant::now();
+    let llama = Llama::load(gpu, g, src, LoadOptions { ctx: Some(ctx), progress: None })?;
+    // Upload is queued: one tiny forward makes the load time include it.
+    llama.forward(&[1], 0).await?;
+    let load_s = t0.elapsed().as_secs_f64();
+    let (mut pre, mut dec) = (Vec::new(), Vec::new());
+    for r in 0..opts.repeats.max(1) {
+        let prompt = tokens(opts.prompt.max(1), llama.config.vocab, r);
+        let t = Instant::now();
+        let mut logits = llama.forward(&prompt, 0).await?;
+        pre.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        for i in 0..opts.gen {
+            let next = logits.iter().enumerate().fold((0, f32::MIN), |b, (j, &x)| if x > b.1 { (j, x) } else { b }).0 as u32;
+            logits = llama.forward(&[next], prompt.len() as u32 + i).await?;
+        }
+        dec.push(opts.gen.max(1) as f64 / t.elapsed().as_secs_f64());
+    }
+    let report = BenchReport {
+        adapter: gpu.adapter_info.clone(),
+        load_s,
+        prefill_tps: Stat::of(pre),
+        decode_tps: Stat::of(dec),
+        dispatches_per_token: llama.dispatches_per_token(),
+        weight_bytes_per_token: weight_bytes_per_token(g, &llama.config),
+        gpu_bytes: llama.gpu_bytes(),
+        weight_bytes: llama.weight_bytes(),
+        prompt: opts.prompt,
+        gen: opts.gen,
+        peak_gbs: opts.peak_gbs,
+    };
+    llama.dispose();
+    Ok(report)
+}

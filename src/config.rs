@@ -1,0 +1,242 @@
+//! LLaMA hyperparameters from `llama.*` GGUF metadata, validated, and the tensor shapes they imply.
+//!
+//! Defaults follow the seed module (and llama.cpp's `llm_load_hparams`): KV heads = heads, RoPE
+//! base 10000, vocab from `llama.vocab_size`, else the tokenizer's token count, else the token
+//! embedding's largest dim. Old GGUFs record 2-D dims as [out, in], so shapes are checked by element
+//! count against the metadata, never by dims order.
+
+use crate::error::{Error, Result};
+use crate::gguf::Gguf;
+
+/// The most experts and the largest top-k the `moe_select` kernel handles.
+pub const MAX_EXPERTS: u32 = 256;
+/// See [`MAX_EXPERTS`].
+pub const MAX_TOPK: u32 = 16;
+/// Default KV-cache length cap, as the seed's.
+pub const DEFAULT_MAX_CTX: u32 = 2048;
+
+/// A LLaMA model's hyperparameters. Field names follow the seed's `config` object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Model width (`llama.embedding_length`).
+    pub d: u32,
+    /// Number of transformer blocks (`llama.block_count`).
+    pub n_layers: u32,
+    /// Feed-forward width: `llama.feed_forward_length`, or the per-expert width for MoE models.
+    pub ff: u32,
+    /// Query heads (`llama.attention.head_count`).
+    pub n_heads: u32,
+    /// KV heads (`llama.attention.head_count_kv`, default `n_heads`); GQA when fewer.
+    pub n_kv_heads: u32,
+    /// Head dim (`llama.attention.key_length`, default `d / n_heads`).
+    pub head_dim: u32,
+    /// Dims rotated by RoPE per head (`llama.rope.dimension_count`, default `head_dim`).
+    pub n_rot: u32,
+    /// KV-cache length in positions: `min(llama.context_length, 2048)` unless set at load.
+    pub ctx: u32,
+    /// Trained context length (`llama.context_length`).
+    pub train_ctx: u32,
+    /// Vocabulary size: rows of the token embedding and of the logits.
+    pub vocab: u32,
+    /// RMSNorm epsilon (`llama.attention.layer_norm_rms_epsilon`).
+    pub eps: f32,
+    /// RoPE base (`llama.rope.freq_base`, default 10000).
+    pub theta: f32,
+    /// Linear RoPE scaling factor (`llama.rope.scaling.factor` when the type is linear, else 1).
+    pub rope_scale: f32,
+    /// Experts per MoE layer (0 for dense models).
+    pub experts: u32,
+    /// Experts used per token (0 for dense models).
+    pub topk: u32,
+    /// True when `output.weight` is absent and the token embedding doubles as the output head.
+    pub tied_output: bool,
+    /// True when `rope_freqs.weight` (Llama-3 per-frequency divisors) is present.
+    pub has_rope_freqs: bool,
+}
+
+fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
+    match g.get(key) {
+        None => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(x) if x <= u32::MAX as u64 => Ok(Some(x as u32)),
+            _ => Err(Error::Config(format!("{key} must be a non-negative integer below 2^32, found {v}"))),
+        },
+    }
+}
+
+fn meta_f32(g: &Gguf, key: &str) -> Result<Option<f32>> {
+    match g.get(key) {
+        None => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(x) if x.is_finite() => Ok(Some(x as f32)),
+            _ => Err(Error::Config(format!("{key} must be a finite number, found {v}"))),
+        },
+    }
+}
+
+fn required_u32(g: &Gguf, key: &str) -> Result<u32> {
+    meta_u32(g, key)?.ok_or_else(|| Error::Config(format!("missing metadata {key}")))
+}
+
+impl Config {
+    /// Reads and validates the config of a `llama` GGUF. `ctx` overrides the KV-cache length.
+    ///
+    /// Errors: [`Error::UnsupportedArchitecture`] for other architectures, [`Error::Config`] for
+    /// missing or inconsistent hyperparameters (including more than 256 experts or top-16),
+    /// [`Error::MissingTensor`] / [`Error::TensorShape`] when a tensor disagrees with them.
+    pub fn from_gguf(g: &Gguf, ctx: Option<u32>) -> Result<Config> {
+        let arch = g.architecture().unwrap_or("");
+        if arch != "llama" {
+            return Err(Error::UnsupportedArchitecture(arch.to_string()));
+        }
+        let d = required_u32(g, "llama.embedding_length")?;
+        let n_layers = required_u32(g, "llama.block_count")?;
+        let n_heads = required_u32(g, "llama.attention.head_count")?;
+        let n_kv_heads = meta_u32(g, "llama.attention.head_count_kv")?.filter(|&x| x > 0).unwrap_or(n_heads);
+        let eps = meta_f32(g, "llama.attention.layer_norm_rms_epsilon")?
+            .ok_or_else(|| Error::Config("missing metadata llama.attention.layer_norm_rms_epsilon".into()))?;
+        let theta = meta_f32(g, "llama.rope.freq_base")?.unwrap_or(10000.0);
+        let train_ctx = meta_u32(g, "llama.context_length")?.unwrap_or(DEFAULT_MAX_CTX);
+        if d == 0 || n_layers == 0 || n_heads == 0 {
+            return Err(Error::Config(format!("width {d}, {n_layers} layers and {n_heads} heads must all be positive")));
+        }
+        if d % n_heads != 0 && g.get("llama.attention.key_length").is_none() {
+            return Err(Error::Config(format!("{n_heads} heads do not divide the width {d}")));
+        }
+        if n_heads % n_kv_heads != 0 {
+            return Err(Error::Config(format!("{n_kv_heads} KV heads do not divide {n_heads} heads")));
+        }
+        let head_dim = meta_u32(g, "llama.attention.key_length")?.unwrap_or(d / n_heads);
+        if let Some(v) = meta_u32(g, "llama.attention.value_length")? {
+            if v != head_dim {
+                return Err(Error::Config(format!("value_length {v} differs from key_length {head_dim}")));
+            }
+        }
+        let n_rot = meta_u32(g, "llama.rope.dimension_count")?.unwrap_or(head_dim);
+        if head_dim == 0 || head_dim % 2 != 0 || n_rot % 2 != 0 || n_rot > head_dim {
+            return Err(Error::Config(format!("head dim {head_dim} must be even and rope dims {n_rot} even and at most it")));
+        }
+        if !(eps > 0.0) || !(theta > 0.0) {
+            return Err(Error::Config(format!("eps {eps} and rope base {theta} must be positive")));
+        }
+        let rope_scale = match g.get("llama.rope.scaling.type").and_then(|v| v.as_str()) {
+            Some("linear") | None => meta_f32(g, "llama.rope.scaling.factor")?.filter(|&f| f > 0.0).unwrap_or(1.0),
+            Some("none") => 1.0,
+            Some(other) => return Err(Error::Config(format!("rope scaling type {other:?} is not supported (linear only)"))),
+        };
+
+        let embd = g.tensor("token_embd.weight").ok_or_else(|| Error::MissingTensor("token_embd.weight".into()))?;
+        let vocab = match meta_u32(g, "llama.vocab_size")? {
+            Some(v) => v,
+            None => match g.get("tokenizer.ggml.tokens").and_then(|v| v.as_array()) {
+                Some(a) if !a.is_empty() => a.len() as u32,
+                _ => embd.dims.iter().copied().max().unwrap_or(0).min(u32::MAX as u64) as u32,
+            },
+        };
+        if vocab == 0 {
+            return Err(Error::Config("vocabulary size is 0".into()));
+        }
+
+        let moe = g.tensor("blk.0.ffn_gate_inp.weight").is_some();
+        let (experts, topk, ff) = if moe {
+            let e = match meta_u32(g, "llama.expert_count")? {
+                Some(e) if e > 0 => e,
+                _ => (g.tensor("blk.0.ffn_gate_inp.weight").map_or(0, |t| t.n_elements) / d as u64) as u32,
+            };
+            let k = meta_u32(g, "llama.expert_used_count")?.filter(|&k| k > 0).unwrap_or(2);
+            if e > MAX_EXPERTS || k > MAX_TOPK {
+                return Err(Error::Config("at most 256 experts, top-16".into()));
+            }
+            if e == 0 || k > e {
+                return Err(Error::Config(format!("top-{k} of {e} experts is not a valid MoE")));
+            }
+            let ff = match meta_u32(g, "llama.expert_feed_forward_length")? {
+                Some(f) if f > 0 => f,
+                _ => {
+                    let n = g.tensor("blk.0.ffn_gate_exps.weight").map_or(0, |t| t.n_elements);
+                    (n / (e as u64 * d as u64)) as u32
+                }
+            };
+            (e, k, ff)
+        } else {
+            (0, 0, required_u32(g, "llama.feed_forward_length")?)
+        };
+        if ff == 0 {
+            return Err(Error::Config("feed-forward length is 0".into()));
+        }
+        let ctx = ctx.unwrap_or_else(|| train_ctx.min(DEFAULT_MAX_CTX));
+        if ctx == 0 {
+            return Err(Error::Config("context length must be at least 1".into()));
+        }
+        let cfg = Config {
+            d, n_layers, ff, n_heads, n_kv_heads, head_dim, n_rot, ctx, train_ctx, vocab, eps, theta, rope_scale,
+            experts, topk,
+            tied_output: g.tensor("output.weight").is_none(),
+            has_rope_freqs: g.tensor("rope_freqs.weight").is_some(),
+        };
+        cfg.check_tensors(g)?;
+        Ok(cfg)
+    }
+
+    /// Query width `n_heads * head_dim`.
+    pub fn q_dim(&self) -> u32 {
+        self.n_heads * self.head_dim
+    }
+
+    /// KV width `n_kv_heads * head_dim`.
+    pub fn kv_dim(&self) -> u32 {
+        self.n_kv_heads * self.head_dim
+    }
+
+    /// True for a mixture-of-experts model.
+    pub fn is_moe(&self) -> bool {
+        self.experts > 0
+    }
+
+    /// Every tensor the forward pass reads, with the element count the config implies.
+    pub fn expected_tensors(&self) -> Vec<(String, u64)> {
+        let (d, q, kv, ff, e) =
+            (self.d as u64, self.q_dim() as u64, self.kv_dim() as u64, self.ff as u64, self.experts as u64);
+        let mut t = vec![("token_embd.weight".to_string(), self.vocab as u64 * d), ("output_norm.weight".into(), d)];
+        if !self.tied_output {
+            t.push(("output.weight".into(), self.vocab as u64 * d));
+        }
+        if self.has_rope_freqs {
+            t.push(("rope_freqs.weight".into(), self.n_rot as u64 / 2));
+        }
+        for l in 0..self.n_layers {
+            let b = |s: &str| format!("blk.{l}.{s}.weight");
+            t.push((b("attn_norm"), d));
+            t.push((b("attn_q"), q * d));
+            t.push((b("attn_k"), kv * d));
+            t.push((b("attn_v"), kv * d));
+            t.push((b("attn_output"), d * q));
+            t.push((b("ffn_norm"), d));
+            if self.is_moe() {
+                t.push((b("ffn_gate_inp"), e * d));
+                t.push((b("ffn_gate_exps"), e * ff * d));
+                t.push((b("ffn_up_exps"), e * ff * d));
+                t.push((b("ffn_down_exps"), e * d * ff));
+            } else {
+                t.push((b("ffn_gate"), ff * d));
+                t.push((b("ffn_up"), ff * d));
+                t.push((b("ffn_down"), d * ff));
+            }
+        }
+        t
+    }
+
+    fn check_tensors(&self, g: &Gguf) -> Result<()> {
+        for (name, n) in self.expected_tensors() {
+            let t = g.tensor(&name).ok_or_else(|| Error::MissingTensor(name.clone()))?;
+            if t.n_elements != n {
+                return Err(Error::TensorShape {
+                    tensor: name,
+                    expected: format!("{n} elements"),
+                    found: format!("{} elements (dims {:?})", t.n_elements, t.dims),
+                });
+            }
+        }
+        Ok(())
+    }
+}

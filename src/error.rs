@@ -1,0 +1,70 @@
+//! The one error type of the crate. Every message names the problem (and the tensor, byte offset
+//! or limit involved) so that a JS `Error` built from it tells the user what to fix.
+
+use std::fmt;
+
+/// Everything that can go wrong between GGUF bytes and logits.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// The first four bytes are not `GGUF`.
+    BadMagic([u8; 4]),
+    /// A GGUF version other than 2 or 3.
+    UnsupportedVersion(u32),
+    /// The file ends before `what` (which needs `need` bytes at byte offset `at`).
+    Truncated { what: String, at: u64, need: u64, len: u64 },
+    /// Structurally malformed GGUF (bad counts, bad alignment, overlapping tensors ...).
+    Malformed(String),
+    /// A tensor of a GGML type this crate does not handle.
+    UnsupportedType { tensor: String, ggml_type: u32 },
+    /// `general.architecture` is not `llama`.
+    UnsupportedArchitecture(String),
+    /// Hyperparameters that do not make a LLaMA model (or exceed the engine's limits).
+    Config(String),
+    /// A tensor the config needs is absent.
+    MissingTensor(String),
+    /// A tensor whose element count or shape disagrees with the config.
+    TensorShape { tensor: String, expected: String, found: String },
+    /// A buffer needed by the model is larger than the device allows.
+    TooLarge { tensor: String, bytes: u64, limit: u64, limit_name: &'static str },
+    /// Bad arguments to `forward` (empty tokens, token out of range, past the context ...).
+    Input(String),
+    /// The GPU reported an error (device lost, validation, mapping).
+    Gpu(String),
+    /// Use after `dispose()`.
+    Disposed,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::BadMagic(m) => write!(f, "not a GGUF file: magic is {:?}, expected \"GGUF\"", String::from_utf8_lossy(m)),
+            Error::UnsupportedVersion(v) => write!(f, "unsupported GGUF version {v} (only 2 and 3 are supported)"),
+            Error::Truncated { what, at, need, len } => write!(
+                f,
+                "truncated GGUF: {what} needs {need} bytes at byte {at} but the file has {len} bytes"
+            ),
+            Error::Malformed(m) => write!(f, "malformed GGUF: {m}"),
+            Error::UnsupportedType { tensor, ggml_type } => write!(
+                f,
+                "tensor {tensor} has unsupported type {} ({ggml_type})",
+                crate::ggml::GgmlType::name_of(*ggml_type)
+            ),
+            Error::UnsupportedArchitecture(a) => write!(f, "WebGPU path: llama GGUFs only (general.architecture is {a:?})"),
+            Error::Config(m) => write!(f, "WebGPU path: {m}"),
+            Error::MissingTensor(t) => write!(f, "missing tensor {t}"),
+            Error::TensorShape { tensor, expected, found } => write!(f, "tensor {tensor} has {found}, expected {expected}"),
+            Error::TooLarge { tensor, bytes, limit, limit_name } => write!(
+                f,
+                "tensor {tensor} needs {bytes} bytes in one GPU buffer but the device's {limit_name} is {limit}: request a larger {limit_name} when creating the GPUDevice"
+            ),
+            Error::Input(m) => write!(f, "{m}"),
+            Error::Gpu(m) => write!(f, "GPU error: {m}"),
+            Error::Disposed => write!(f, "this model was disposed: use after dispose()"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,28 @@
+//! webgpu-llama: the LLaMA forward pass (dense and Mixtral-style MoE) on the GPU through WebGPU,
+//! from GGUF files. Token ids in, next-token logits out; the same WGSL runs natively (Vulkan,
+//! Metal, DX12 through wgpu) and in the browser.
+//!
+//! Layers, each using only the ones before it: [`gguf`] (container) -> [`ggml`] (tensor types,
+//! CPU dequantisation) -> [`config`] (hyperparameters) -> [`gpu`] (device, kernels) ->
+//! [`weights`] (upload) -> [`llama`] (forward program, KV cache). [`reference`] is a plain-Rust
+//! f64 forward pass used to check the GPU.
+
+pub mod error;
+pub mod gguf;
+pub mod ggml;
+pub mod config;
+pub mod gpu;
+pub mod rope;
+pub mod weights;
+pub mod llama;
+pub mod reference;
+pub mod vocab;
+pub mod synth;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod bench;
+
+pub use config::Config;
+pub use error::{Error, Result};
+pub use gguf::Gguf;
+pub use gpu::Gpu;
+pub use llama::{Llama, LoadOptions};

@@ -1,0 +1,149 @@
+//! A plain-Rust f64 forward pass over exactly dequantised weights: the independent CPU reference
+//! the GPU kernels are tested against (same maths as the seed and `../shared/reference`: RMSNorm,
+//! adjacent-pair RoPE, causal GQA softmax attention, SwiGLU, MoE top-k with softmax over the
+//! selected router logits). Slow and simple on purpose; never used by the engine.
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::ggml;
+use crate::gguf::{ByteSource, Gguf};
+
+/// A dequantised model and its KV cache.
+pub struct Reference {
+    /// The config it was built with.
+    pub cfg: Config,
+    t: std::collections::HashMap<String, Vec<f64>>,
+    kc: Vec<Vec<f64>>,
+    vc: Vec<Vec<f64>>,
+}
+
+/// `y = W x` for row-major `W [rows][x.len()]`.
+pub fn matvec(w: &[f64], x: &[f64]) -> Vec<f64> {
+    w.chunks_exact(x.len()).map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum()).collect()
+}
+
+/// RMSNorm: `x / sqrt(mean(x^2) + eps) * w`.
+pub fn rmsnorm(x: &[f64], w: &[f64], eps: f64) -> Vec<f64> {
+    let ms = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let inv = 1.0 / (ms + eps).sqrt();
+    x.iter().zip(w).map(|(a, b)| a * inv * b).collect()
+}
+
+/// SiLU(g) * u.
+pub fn swiglu(g: &[f64], u: &[f64]) -> Vec<f64> {
+    g.iter().zip(u).map(|(a, b)| a / (1.0 + (-a).exp()) * b).collect()
+}
+
+/// Rotates adjacent pairs of each `head_dim` head in place at position `pos`, the first `n_rot`
+/// dims only, with the given per-pair frequencies.
+pub fn rope(x: &mut [f64], head_dim: usize, freqs: &[f64], pos: u32) {
+    for head in x.chunks_exact_mut(head_dim) {
+        for (j, f) in freqs.iter().enumerate() {
+            let (s, c) = (pos as f64 * f).sin_cos();
+            let (a, b) = (head[2 * j], head[2 * j + 1]);
+            head[2 * j] = a * c - b * s;
+            head[2 * j + 1] = a * s + b * c;
+        }
+    }
+}
+
+/// Top-k of router logits (ties to the lower index), in ascending expert order, with gates = the
+/// softmax over the selected logits.
+pub fn moe_select(r: &[f64], k: usize) -> Vec<(usize, f64)> {
+    let mut idx: Vec<usize> = (0..r.len()).collect();
+    idx.sort_by(|&a, &b| r[b].partial_cmp(&r[a]).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(&b)));
+    let mut pick: Vec<usize> = idx[..k].to_vec();
+    pick.sort();
+    let mx = pick.iter().map(|&e| r[e]).fold(f64::NEG_INFINITY, f64::max);
+    let z: f64 = pick.iter().map(|&e| (r[e] - mx).exp()).sum();
+    pick.into_iter().map(|e| (e, (r[e] - mx).exp() / z)).collect()
+}
+
+impl Reference {
+    /// Dequantises every tensor the config needs.
+    pub fn load(g: &Gguf, src: &(impl ByteSource + ?Sized), cfg: &Config) -> Result<Reference> {
+        let mut t = std::collections::HashMap::new();
+        for (name, n) in cfg.expected_tensors() {
+            let info = g.tensor(&name).ok_or_else(|| Error::MissingTensor(name.clone()))?;
+            let mut raw = vec![0u8; info.n_bytes as usize];
+            src.read_at(info.offset, &mut raw)?;
+            let mut out = vec![0f32; n as usize];
+            ggml::dequantize(info.ggml_type, &raw, &mut out)?;
+            t.insert(name, out.into_iter().map(f64::from).collect());
+        }
+        let kv = (cfg.ctx * cfg.kv_dim()) as usize;
+        Ok(Reference {
+            cfg: cfg.clone(),
+            t,
+            kc: vec![vec![0.0; kv]; cfg.n_layers as usize],
+            vc: vec![vec![0.0; kv]; cfg.n_layers as usize],
+        })
+    }
+
+    fn w(&self, name: &str) -> &[f64] {
+        &self.t[name]
+    }
+
+    /// One token at position `pos`; returns the logits.
+    pub fn step(&mut self, token: u32, pos: u32) -> Vec<f64> {
+        let c = self.cfg.clone();
+        let (d, hd, kvd) = (c.d as usize, c.head_dim as usize, c.kv_dim() as usize);
+        let factors: Option<Vec<f32>> = self.t.get("rope_freqs.weight").map(|v| v.iter().map(|&x| x as f32).collect());
+        let freqs = crate::rope::frequencies(&c, factors.as_deref());
+        let mut x = self.w("token_embd.weight")[token as usize * d..(token as usize + 1) * d].to_vec();
+        for l in 0..c.n_layers as usize {
+            let b = |s: &str| format!("blk.{l}.{s}.weight");
+            let xn = rmsnorm(&x, self.w(&b("attn_norm")), c.eps as f64);
+            let mut q = matvec(self.w(&b("attn_q")), &xn);
+            let mut k = matvec(self.w(&b("attn_k")), &xn);
+            let v = matvec(self.w(&b("attn_v")), &xn);
+            rope(&mut q, hd, &freqs, pos);
+            rope(&mut k, hd, &freqs, pos);
+            let p = pos as usize;
+            self.kc[l][p * kvd..(p + 1) * kvd].copy_from_slice(&k);
+            self.vc[l][p * kvd..(p + 1) * kvd].copy_from_slice(&v);
+            let group = (c.n_heads / c.n_kv_heads) as usize;
+            let mut att = vec![0.0; q.len()];
+            for h in 0..c.n_heads as usize {
+                let ko = (h / group) * hd;
+                let qh = &q[h * hd..(h + 1) * hd];
+                let scores: Vec<f64> = (0..=p)
+                    .map(|t| qh.iter().zip(&self.kc[l][t * kvd + ko..]).map(|(a, b)| a * b).sum::<f64>() / (hd as f64).sqrt())
+                    .collect();
+                let mx = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
+                let z: f64 = e.iter().sum();
+                for (t, w) in e.iter().enumerate() {
+                    for i in 0..hd {
+                        att[h * hd + i] += w / z * self.vc[l][t * kvd + ko + i];
+                    }
+                }
+            }
+            for (xi, o) in x.iter_mut().zip(matvec(self.w(&b("attn_output")), &att)) {
+                *xi += o;
+            }
+            let xn = rmsnorm(&x, self.w(&b("ffn_norm")), c.eps as f64);
+            if c.is_moe() {
+                let r = matvec(self.w(&b("ffn_gate_inp")), &xn);
+                let (ff, dsz) = (c.ff as usize, d);
+                for (e, gate) in moe_select(&r, c.topk as usize) {
+                    let wg = &self.w(&b("ffn_gate_exps"))[e * ff * dsz..(e + 1) * ff * dsz];
+                    let wu = &self.w(&b("ffn_up_exps"))[e * ff * dsz..(e + 1) * ff * dsz];
+                    let wd = &self.w(&b("ffn_down_exps"))[e * dsz * ff..(e + 1) * dsz * ff];
+                    let h = swiglu(&matvec(wg, &xn), &matvec(wu, &xn));
+                    for (xi, o) in x.iter_mut().zip(matvec(wd, &h)) {
+                        *xi += gate * o;
+                    }
+                }
+            } else {
+                let h = swiglu(&matvec(self.w(&b("ffn_gate")), &xn), &matvec(self.w(&b("ffn_up")), &xn));
+                for (xi, o) in x.iter_mut().zip(matvec(self.w(&b("ffn_down")), &h)) {
+                    *xi += o;
+                }
+            }
+        }
+        let xn = rmsnorm(&x, self.w("output_norm.weight"), c.eps as f64);
+        let out = if c.tied_output { "token_embd.weight" } else { "output.weight" };
+        matvec(self.w(out), &xn)
+    }
+}

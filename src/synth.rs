@@ -1,0 +1,194 @@
+//! Synthetic LLaMA GGUFs: real models' shapes with random weights, for tests on odd shapes and for
+//! benchmarks on GPU-sized models that cannot be downloaded here. Quantisation is this crate's own
+//! ([`crate::ggml::quantize`], ggml's block layouts).
+
+use crate::error::Result;
+use crate::ggml::{quantize, GgmlType};
+use crate::gguf::{GgufWriter, Value};
+
+/// The hyperparameters of a synthetic model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    /// Width.
+    pub d: u32,
+    /// Blocks.
+    pub n_layers: u32,
+    /// Query heads.
+    pub n_heads: u32,
+    /// KV heads.
+    pub n_kv_heads: u32,
+    /// Head dim (`llama.attention.key_length`; `None` = d / n_heads, key not written).
+    pub head_dim: Option<u32>,
+    /// RoPE dims (`llama.rope.dimension_count`; `None` = not written).
+    pub n_rot: Option<u32>,
+    /// FFN width (per expert for MoE).
+    pub ff: u32,
+    /// Vocabulary.
+    pub vocab: u32,
+    /// Experts (0 = dense) and experts used per token.
+    pub experts: u32,
+    /// See `experts`.
+    pub topk: u32,
+    /// No `output.weight`: the embedding is the output head.
+    pub tied: bool,
+    /// Write a Llama-3 style `rope_freqs.weight`.
+    pub rope_freqs: bool,
+    /// Linear RoPE scaling factor (`None` = not written).
+    pub rope_scale: Option<f32>,
+    /// RoPE base.
+    pub theta: f32,
+    /// `llama.context_length`.
+    pub ctx: u32,
+}
+
+impl Shape {
+    /// A dense model with the common defaults (untied, theta 10000, ctx 2048).
+    pub fn dense(d: u32, n_layers: u32, n_heads: u32, n_kv_heads: u32, ff: u32, vocab: u32) -> Shape {
+        Shape {
+            d, n_layers, n_heads, n_kv_heads, head_dim: None, n_rot: None, ff, vocab, experts: 0, topk: 0,
+            tied: false, rope_freqs: false, rope_scale: None, theta: 10000.0, ctx: 2048,
+        }
+    }
+
+    /// Llama-3.2-1B: d 2048, 16 layers, 32/8 heads, ff 8192, vocab 128256, tied output, theta 500000.
+    pub fn llama32_1b() -> Shape {
+        Shape { tied: true, theta: 500000.0, ctx: 131072, ..Shape::dense(2048, 16, 32, 8, 8192, 128256) }
+    }
+
+    /// TinyLlama-1.1B: d 2048, 22 layers, 32/4 heads, ff 5632, vocab 32000.
+    pub fn tinyllama() -> Shape {
+        Shape::dense(2048, 22, 32, 4, 5632, 32000)
+    }
+
+    /// A Mixtral-style MoE of about 1.3B parameters: d 1024, 16 layers, 16/4 heads, 8 experts of
+    /// ff 2816, top-2, vocab 32000.
+    pub fn moe_1b() -> Shape {
+        Shape { experts: 8, topk: 2, ..Shape::dense(1024, 16, 16, 4, 2816, 32000) }
+    }
+
+    /// A named shape: `llama-3.2-1b`, `tinyllama-1.1b`, `moe-8x-1b`.
+    pub fn named(name: &str) -> Option<Shape> {
+        match name {
+            "llama-3.2-1b" => Some(Shape::llama32_1b()),
+            "tinyllama-1.1b" => Some(Shape::tinyllama()),
+            "moe-8x-1b" => Some(Shape::moe_1b()),
+            _ => None,
+        }
+    }
+
+    fn hd(&self) -> u32 {
+        self.head_dim.unwrap_or(self.d / self.n_heads)
+    }
+}
+
+/// How the weight matrices are stored (norms stay F32, as llama.cpp's quantiser leaves them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Every matrix in one type.
+    All(GgmlType),
+    /// llama.cpp's Q4_K_M mix, simplified: Q6_K for the output head, attn_v and ffn_down, Q4_K
+    /// for the other matrices.
+    Q4KM,
+}
+
+impl Scheme {
+    /// `F16`, `Q8_0`, `Q4_K_M`, or any GGML type name.
+    pub fn parse(s: &str) -> Option<Scheme> {
+        if s.eq_ignore_ascii_case("q4_k_m") {
+            return Some(Scheme::Q4KM);
+        }
+        GgmlType::from_name(s).map(Scheme::All)
+    }
+
+    fn type_for(self, name: &str) -> GgmlType {
+        match self {
+            Scheme::All(t) => t,
+            Scheme::Q4KM if name == "output.weight" || name.contains("attn_v") || name.contains("ffn_down") => GgmlType::Q6_K,
+            Scheme::Q4KM => GgmlType::Q4_K,
+        }
+    }
+}
+
+/// xorshift64*: deterministic, dependency-free noise for weights (not for anything secret).
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (r >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+}
+
+/// Builds a synthetic model: uniform weights scaled by 1/sqrt(fan-in), norms near 1.
+pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
+    let s = shape;
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let (d, hd) = (s.d as u64, s.hd() as u64);
+    let (q, kv, ff, e) = (s.n_heads as u64 * hd, s.n_kv_heads as u64 * hd, s.ff as u64, s.experts as u64);
+    let mut w = GgufWriter::new(3);
+    w.kv("general.architecture", Value::Str("llama".into()))
+        .kv("general.name", Value::Str("synthetic".into()))
+        .kv("llama.embedding_length", Value::U32(s.d))
+        .kv("llama.block_count", Value::U32(s.n_layers))
+        .kv("llama.feed_forward_length", Value::U32(s.ff))
+        .kv("llama.attention.head_count", Value::U32(s.n_heads))
+        .kv("llama.attention.head_count_kv", Value::U32(s.n_kv_heads))
+        .kv("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5))
+        .kv("llama.rope.freq_base", Value::F32(s.theta))
+        .kv("llama.context_length", Value::U32(s.ctx))
+        .kv("llama.vocab_size", Value::U32(s.vocab));
+    if let Some(h) = s.head_dim {
+        w.kv("llama.attention.key_length", Value::U32(h)).kv("llama.attention.value_length", Value::U32(h));
+    }
+    if let Some(r) = s.n_rot {
+        w.kv("llama.rope.dimension_count", Value::U32(r));
+    }
+    if let Some(f) = s.rope_scale {
+        w.kv("llama.rope.scaling.type", Value::Str("linear".into())).kv("llama.rope.scaling.factor", Value::F32(f));
+    }
+    if s.experts > 0 {
+        w.kv("llama.expert_count", Value::U32(s.experts)).kv("llama.expert_used_count", Value::U32(s.topk));
+    }
+    let mut tensor = |w: &mut GgufWriter, name: &str, dims: &[u64], ty: GgmlType, scale: f32, offset: f32| -> Result<()> {
+        let n: u64 = dims.iter().product();
+        let vals: Vec<f32> = (0..n).map(|_| offset + scale * rng.uniform()).collect();
+        w.tensor(name, dims, ty, quantize(ty, &vals)?);
+        Ok(())
+    };
+    let mat = |cols: u64| 1.0 / (cols as f32).sqrt();
+    tensor(&mut w, "token_embd.weight", &[d, s.vocab as u64], scheme.type_for("token_embd.weight"), 1.0, 0.0)?;
+    tensor(&mut w, "output_norm.weight", &[d], GgmlType::F32, 0.2, 1.0)?;
+    if !s.tied {
+        tensor(&mut w, "output.weight", &[d, s.vocab as u64], scheme.type_for("output.weight"), mat(d), 0.0)?;
+    }
+    if s.rope_freqs {
+        let n_rot = s.n_rot.unwrap_or(s.hd()) as u64;
+        // Llama-3's factors run from 1 (high frequencies) up to 8 (low ones).
+        let f: Vec<f32> = (0..n_rot / 2).map(|j| 1.0 + 7.0 * j as f32 / (n_rot / 2).max(1) as f32).collect();
+        w.tensor("rope_freqs.weight", &[n_rot / 2], GgmlType::F32, bytemuck::cast_slice(&f).to_vec());
+    }
+    for l in 0..s.n_layers {
+        let b = |x: &str| format!("blk.{l}.{x}.weight");
+        let t = |x: &str| scheme.type_for(&b(x));
+        tensor(&mut w, &b("attn_norm"), &[d], GgmlType::F32, 0.2, 1.0)?;
+        tensor(&mut w, &b("attn_q"), &[d, q], t("attn_q"), mat(d), 0.0)?;
+        tensor(&mut w, &b("attn_k"), &[d, kv], t("attn_k"), mat(d), 0.0)?;
+        tensor(&mut w, &b("attn_v"), &[d, kv], t("attn_v"), mat(d), 0.0)?;
+        tensor(&mut w, &b("attn_output"), &[q, d], t("attn_output"), mat(q), 0.0)?;
+        tensor(&mut w, &b("ffn_norm"), &[d], GgmlType::F32, 0.2, 1.0)?;
+        if s.experts > 0 {
+            tensor(&mut w, &b("ffn_gate_inp"), &[d, e], GgmlType::F32, mat(d), 0.0)?;
+            tensor(&mut w, &b("ffn_gate_exps"), &[d, ff, e], t("ffn_gate_exps"), mat(d), 0.0)?;
+            tensor(&mut w, &b("ffn_up_exps"), &[d, ff, e], t("ffn_up_exps"), mat(d), 0.0)?;
+            tensor(&mut w, &b("ffn_down_exps"), &[ff, d, e], t("ffn_down_exps"), mat(ff), 0.0)?;
+        } else {
+            tensor(&mut w, &b("ffn_gate"), &[d, ff], t("ffn_gate"), mat(d), 0.0)?;
+            tensor(&mut w, &b("ffn_up"), &[d, ff], t("ffn_up"), mat(d), 0.0)?;
+            tensor(&mut w, &b("ffn_down"), &[ff, d], t("ffn_down"), mat(ff), 0.0)?;
+        }
+    }
+    Ok(w)
+}

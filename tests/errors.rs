@@ -1,0 +1,149 @@
+//! Bad models and bad calls get typed errors whose messages name the problem (the seed's messages
+//! kept where it had one); nothing panics and nothing reaches the GPU unchecked.
+
+mod common;
+
+use common::*;
+use pollster::block_on;
+use webgpu_llama::ggml::GgmlType;
+use webgpu_llama::gguf::{GgufWriter, Value};
+use webgpu_llama::{Config, Error, Gguf, Llama, LoadOptions};
+
+/// A tiny dense llama (d 8, 2 heads, 1 KV head, ff 16, vocab 10) with `kv` added to or replacing
+/// its metadata, and `drop` left out of its tensors.
+fn tiny(kv: &[(&str, Value)], drop: &str) -> Vec<u8> {
+    tiny_with(kv, drop, &[])
+}
+
+/// [`tiny`] plus `extra` F32 tensors.
+fn tiny_with(kv: &[(&str, Value)], drop: &str, extra: &[(&str, &[u64])]) -> Vec<u8> {
+    let mut meta: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::Str("llama".into())),
+        ("llama.embedding_length".into(), Value::U32(8)),
+        ("llama.block_count".into(), Value::U32(1)),
+        ("llama.feed_forward_length".into(), Value::U32(16)),
+        ("llama.attention.head_count".into(), Value::U32(2)),
+        ("llama.attention.head_count_kv".into(), Value::U32(1)),
+        ("llama.attention.layer_norm_rms_epsilon".into(), Value::F32(1e-5)),
+        ("llama.context_length".into(), Value::U32(32)),
+        ("llama.vocab_size".into(), Value::U32(10)),
+    ];
+    for (k, v) in kv {
+        meta.retain(|(key, _)| key != k);
+        meta.push((k.to_string(), v.clone()));
+    }
+    let mut w = GgufWriter::new(3);
+    for (k, v) in meta {
+        w.kv(&k, v);
+    }
+    let mut t = |name: &str, dims: &[u64]| {
+        if name != drop {
+            let n: u64 = dims.iter().product();
+            let vals: Vec<f32> = (0..n).map(|i| ((i * 37 % 11) as f32 - 5.0) / 10.0).collect();
+            w.tensor(name, dims, GgmlType::F32, bytemuck::cast_slice(&vals).to_vec());
+        }
+    };
+    t("token_embd.weight", &[8, 10]);
+    t("output_norm.weight", &[8]);
+    t("output.weight", &[8, 10]);
+    t("blk.0.attn_norm.weight", &[8]);
+    t("blk.0.attn_q.weight", &[8, 8]);
+    t("blk.0.attn_k.weight", &[8, 4]);
+    t("blk.0.attn_v.weight", &[8, 4]);
+    t("blk.0.attn_output.weight", &[8, 8]);
+    t("blk.0.ffn_norm.weight", &[8]);
+    t("blk.0.ffn_gate.weight", &[8, 16]);
+    t("blk.0.ffn_up.weight", &[8, 16]);
+    t("blk.0.ffn_down.weight", &[16, 8]);
+    for (name, dims) in extra {
+        t(name, dims);
+    }
+    w.to_bytes()
+}
+
+fn config_err(bytes: &[u8]) -> Error {
+    Config::from_gguf(&Gguf::parse(bytes).unwrap(), None).unwrap_err()
+}
+
+#[test]
+fn tiny_model_is_valid() {
+    let c = Config::from_gguf(&Gguf::parse(tiny(&[], "").as_slice()).unwrap(), None).unwrap();
+    assert_eq!((c.d, c.n_heads, c.n_kv_heads, c.head_dim, c.ctx, c.vocab, c.ff), (8, 2, 1, 4, 32, 10, 16));
+    assert_eq!(c.theta, 10000.0, "default RoPE base");
+}
+
+#[test]
+fn non_llama_architecture() {
+    let e = config_err(&tiny(&[("general.architecture", Value::Str("qwen2".into()))], ""));
+    assert!(matches!(e, Error::UnsupportedArchitecture(_)));
+    assert!(e.to_string().contains("WebGPU path: llama GGUFs only") && e.to_string().contains("qwen2"), "{e}");
+}
+
+#[test]
+fn expert_limits_keep_the_seed_message() {
+    for (e, k) in [(257, 2), (8, 17)] {
+        let kv = [("llama.expert_count", Value::U32(e)), ("llama.expert_used_count", Value::U32(k))];
+        // The router's presence marks an MoE model.
+        let bytes = tiny_with(&kv, "", &[("blk.0.ffn_gate_inp.weight", &[8, e as u64])]);
+        let err = config_err(&bytes);
+        assert_eq!(err.to_string(), "WebGPU path: at most 256 experts, top-16");
+    }
+}
+
+#[test]
+fn heads_must_divide() {
+    let e = config_err(&tiny(&[("llama.attention.head_count", Value::U32(3))], ""));
+    assert!(e.to_string().contains("3 heads do not divide the width 8"), "{e}");
+    let e = config_err(&tiny(&[("llama.attention.head_count_kv", Value::U32(3)), ("llama.attention.head_count", Value::U32(4))], ""));
+    assert!(e.to_string().contains("3 KV heads do not divide 4 heads"), "{e}");
+}
+
+#[test]
+fn missing_metadata_and_tensors() {
+    let e = config_err(&tiny(&[("llama.block_count", Value::Str("one".into()))], ""));
+    assert!(e.to_string().contains("llama.block_count"), "{e}");
+    let e = config_err(&tiny(&[], "blk.0.attn_k.weight"));
+    assert_eq!(e, Error::MissingTensor("blk.0.attn_k.weight".into()));
+    // A vocab that disagrees with the embedding's element count.
+    let e = config_err(&tiny(&[("llama.vocab_size", Value::U32(11))], ""));
+    assert!(matches!(&e, Error::TensorShape { tensor, .. } if tensor == "token_embd.weight"), "{e}");
+}
+
+#[test]
+fn forward_argument_errors() {
+    let gpu = gpu(false);
+    let bytes = tiny(&[], "");
+    let llama = load(&gpu, &bytes, Some(6));
+    assert_eq!(llama.config.ctx, 6, "ctx set at load");
+    let msg = |t: &[u32], p: u32| block_on(llama.forward(t, p)).unwrap_err().to_string();
+    assert!(msg(&[], 0).contains("non-empty"));
+    assert!(msg(&[1, 10], 0).contains("token id 10 at index 1 is out of range (vocab 10)"));
+    assert!(msg(&[1, 2, 3], 4).contains("past the context"));
+    assert!(msg(&[1], 6).contains("past the context"));
+    // Exactly filling the context is fine.
+    assert_eq!(block_on(llama.forward(&[1, 2, 3], 3)).unwrap().len(), 10);
+    llama.dispose();
+    assert_eq!(block_on(llama.forward(&[1], 0)).unwrap_err(), Error::Disposed);
+}
+
+#[test]
+fn tensor_too_large_for_a_binding_names_it_and_the_limit() {
+    let mut gpu = gpu(false);
+    gpu.cap_binding(16); // smaller than one f32 row of 8 (32 bytes)
+    let bytes = tiny(&[], "");
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
+    let s = e.to_string();
+    assert!(matches!(e, Error::TooLarge { .. }), "{s}");
+    assert!(s.contains("token_embd.weight") && s.contains("maxStorageBufferBindingSize") && s.contains("16"), "{s}");
+}
+
+#[test]
+fn not_a_gguf_and_truncated() {
+    let e = Gguf::parse(b"PK\x03\x04 this is a zip".as_slice()).unwrap_err();
+    assert!(matches!(e, Error::BadMagic(_)) && e.to_string().contains("not a GGUF"), "{e}");
+    let bytes = tiny(&[], "");
+    let cut = &bytes[..bytes.len() - 10];
+    let e = Gguf::parse(cut).unwrap_err();
+    assert!(e.to_string().contains("outside the file") || e.to_string().contains("truncated"), "{e}");
+}
