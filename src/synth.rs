@@ -66,9 +66,15 @@ impl Shape {
         Shape { experts: 8, topk: 2, ..Shape::dense(1024, 16, 16, 4, 2816, 32000) }
     }
 
-    /// A named shape: `llama-3.2-1b`, `tinyllama-1.1b`, `moe-8x-1b`.
+    /// SmolLM2-135M: d 576, 30 layers, 9/3 heads, ff 1536, vocab 49152, tied output, theta 100000.
+    pub fn smollm2_135m() -> Shape {
+        Shape { tied: true, theta: 100000.0, ctx: 8192, ..Shape::dense(576, 30, 9, 3, 1536, 49152) }
+    }
+
+    /// A named shape: `llama-3.2-1b`, `tinyllama-1.1b`, `moe-8x-1b`, `smollm2-135m`.
     pub fn named(name: &str) -> Option<Shape> {
         match name {
+            "smollm2-135m" => Some(Shape::smollm2_135m()),
             "llama-3.2-1b" => Some(Shape::llama32_1b()),
             "tinyllama-1.1b" => Some(Shape::tinyllama()),
             "moe-8x-1b" => Some(Shape::moe_1b()),
