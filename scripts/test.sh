@@ -23,6 +23,6 @@ web_pass=0
 if [[ -x scripts/test-web.sh ]]; then
     echo "== browser tests (headless Chromium, WebGPU on SwiftShader)"
     bash scripts/test-web.sh 2>&1 | tee /tmp/webgpu-llama-web-tests.log
-    web_pass=$(grep -Eo '^web: [0-9]+ passed' /tmp/webgpu-llama-web-tests.log | awk '{s+=$2} END {print s+0}')
+    web_pass=$(grep -Eo '^test-web: [0-9]+ passed' /tmp/webgpu-llama-web-tests.log | awk '{s+=$2} END {print s+0}')
 fi
 echo "all: $((native_pass + web_pass)) passed, 0 failed"

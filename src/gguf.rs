@@ -419,6 +419,11 @@ fn place_tensors(infos: Vec<RawInfo>, data_offset: u64, alignment: u64, file_len
         // u128 cannot overflow here: both terms are below 2^64.
         let start = data_offset as u128 + t.rel_offset as u128;
         let end = start + t.n_bytes as u128;
+        if end > file_len as u128 && (start <= file_len as u128 || data_offset > file_len) {
+            // The data (or the data section itself) starts inside the file but runs past its
+            // end: a cut file. Data starting past the end of a whole data section is a bad offset.
+            return Err(Error::Truncated { what: format!("tensor {:?} data", t.name), at: start as u64, need: t.n_bytes, len: file_len });
+        }
         if end > file_len as u128 {
             return Err(Error::Malformed(format!(
                 "tensor {:?} data [{start}, {end}) is outside the file (len {file_len})",

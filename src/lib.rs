@@ -15,9 +15,13 @@ pub mod gpu;
 pub mod rope;
 pub mod weights;
 pub mod llama;
+pub mod oneshot;
 pub mod reference;
 pub mod vocab;
 pub mod synth;
+pub mod probe;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 

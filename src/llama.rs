@@ -7,8 +7,8 @@ use std::cell::Cell;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
-use crate::gpu::{grid, record, Dispatch, Gpu, Kernel, Kernels};
-use crate::weights::{Ffn, MatFormat, Matrix, Progress, TensorSource, Weights};
+use crate::gpu::{grid, record, threads_per_row, Dispatch, Gpu, Kernel, Kernels, PipelineKey, WORKGROUP};
+use crate::weights::{Experts, Ffn, Matrix, Progress, TensorSource, Weights};
 
 /// Options for [`Llama::load`].
 #[derive(Default)]
@@ -25,7 +25,6 @@ pub struct Llama {
     /// The validated hyperparameters.
     pub config: Config,
     weights: Weights,
-    kernels: Kernels,
     program: Vec<Dispatch>,
     step: wgpu::Buffer,
     logits: wgpu::Buffer,
@@ -51,34 +50,66 @@ struct Acts {
 }
 
 /// Builds the dispatch list; remembers every uniform it makes.
-struct Builder<'a> {
-    gpu: &'a Gpu,
-    kernels: &'a Kernels,
-    out: Vec<Dispatch>,
-    buffers: Vec<wgpu::Buffer>,
+pub(crate) struct Builder<'a> {
+    pub(crate) gpu: &'a Gpu,
+    pub(crate) kernels: &'a mut Kernels,
+    pub(crate) out: Vec<Dispatch>,
+    pub(crate) buffers: Vec<wgpu::Buffer>,
 }
 
 impl Builder<'_> {
-    fn uniform(&mut self, words: [u32; 4]) -> wgpu::Buffer {
+    pub(crate) fn uniform(&mut self, words: [u32; 4]) -> wgpu::Buffer {
         let b = self.gpu.uniform("params", words);
         self.buffers.push(b.clone());
         b
     }
 
-    fn push(&mut self, kernel: Kernel, bufs: &[&wgpu::Buffer], groups: (u32, u32)) {
-        let bind = self.kernels.bind(&self.gpu.device, kernel, bufs);
-        self.out.push(Dispatch { kernel, bind, groups });
+    fn push_key(&mut self, key: PipelineKey, bufs: &[&wgpu::Buffer], groups: (u32, u32)) {
+        let d = self.kernels.dispatch(&self.gpu.device, key, bufs, groups);
+        self.out.push(d);
+    }
+
+    pub(crate) fn push(&mut self, kernel: Kernel, bufs: &[&wgpu::Buffer], groups: (u32, u32)) {
+        self.push_key((kernel, None), bufs, groups);
+    }
+
+    /// `x = E[token]` (the token from the step uniform), one dispatch per part of `E`.
+    pub(crate) fn embed(&mut self, e: &Matrix, step: &wgpu::Buffer, x: &wgpu::Buffer) {
+        for part in &e.parts {
+            let pp = self.uniform([part.row_start, part.rows, 0, 0]);
+            self.push_key((Kernel::Embed, Some((e.ty, WORKGROUP))), &[step, &pp, &part.buffer, x], (e.cols.div_ceil(64), 1));
+        }
     }
 
     /// `y (+)= W x`, one dispatch per part of `W`.
-    fn matvec(&mut self, w: &Matrix, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
+    pub(crate) fn matvec(&mut self, w: &Matrix, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
+        let tpr = threads_per_row(self.gpu, w.ty, w.rows, w.cols);
         for part in &w.parts {
             let p = self.uniform([part.rows, w.cols, accumulate as u32, part.row_start]);
-            let (kernel, bufs): (Kernel, Vec<&wgpu::Buffer>) = match w.format {
-                MatFormat::F32 => (Kernel::Matvec, vec![&p, &part.buffers[0], x, y]),
-                MatFormat::Q8_0 => (Kernel::MatvecQ8, vec![&p, &part.buffers[0], &part.buffers[1], x, y]),
-            };
-            self.push(kernel, &bufs, grid(part.rows));
+            let groups = grid(part.rows.div_ceil(WORKGROUP / tpr));
+            self.push_key((Kernel::Matvec, Some((w.ty, tpr))), &[&p, &part.buffer, x, y], groups);
+        }
+    }
+
+    /// `y[j] = W[sel[j]] x` for the `k` picks, one dispatch per part of the stack.
+    pub(crate) fn matvec_exp(&mut self, w: &Experts, k: u32, sel: &wgpu::Buffer, x: &wgpu::Buffer, y: &wgpu::Buffer) {
+        let tpr = threads_per_row(self.gpu, w.ty, w.rows * k, w.cols);
+        for part in &w.parts {
+            let p = self.uniform([w.rows, w.cols, part.expert_start, part.experts]);
+            let groups = (w.rows.div_ceil(WORKGROUP / tpr), k);
+            self.push_key((Kernel::MatvecExp, Some((w.ty, tpr))), &[&p, sel, &part.buffer, x, y], groups);
+        }
+    }
+
+    /// `x += sum_j gate[j] W[sel[j]] h[j]` for the `k` picks, one dispatch per part of the stack.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn moe_down(&mut self, w: &Experts, k: u32, sel: &wgpu::Buffer, gate: &wgpu::Buffer, h: &wgpu::Buffer, x: &wgpu::Buffer) {
+        let tpr = threads_per_row(self.gpu, w.ty, w.rows, w.cols);
+        for part in &w.parts {
+            let p = self.uniform([w.rows, w.cols, k, part.expert_start]);
+            let q = self.uniform([part.experts, 0, 0, 0]);
+            let groups = (w.rows.div_ceil(WORKGROUP / tpr), 1);
+            self.push_key((Kernel::MoeDown, Some((w.ty, tpr))), &[&p, &q, sel, gate, &part.buffer, h, x], groups);
         }
     }
 }
@@ -98,10 +129,10 @@ impl Llama {
         let mut no_progress = |_: &Progress| {};
         let progress = opts.progress.unwrap_or(&mut no_progress);
         let weights = Weights::load(gpu, g, src, &cfg, progress)?;
-        let kernels = Kernels::new(&gpu.device);
-        let mut b = Builder { gpu, kernels: &kernels, out: Vec::new(), buffers: Vec::new() };
+        let mut kernels = Kernels::new();
+        let mut b = Builder { gpu, kernels: &mut kernels, out: Vec::new(), buffers: Vec::new() };
 
-        let kv_bytes = cfg.ctx as u64 * cfg.kv_dim() as u64 * 4;
+        let kv_bytes = (cfg.ctx as u64 * cfg.kv_dim() as u64 * 4).next_multiple_of(16);
         if kv_bytes > gpu.max_binding() {
             return Err(Error::TooLarge { tensor: "KV cache".into(), bytes: kv_bytes, limit: gpu.max_binding(), limit_name: "maxStorageBufferBindingSize" });
         }
@@ -137,10 +168,7 @@ impl Llama {
         let p_norm = b.uniform(f32_words(cfg.d, cfg.eps));
         let p_heads = b.uniform([cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_rot]);
         let p_attn = b.uniform([cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.ctx]);
-        for part in &weights.embd.parts {
-            let pp = b.uniform([part.row_start, part.rows, 0, 0]);
-            b.push(Kernel::Embed, &[&step, &pp, &part.buffers[0], &a.x], (cfg.d.div_ceil(64), 1));
-        }
+        b.embed(&weights.embd, &step, &a.x);
         let rope_threads = (cfg.q_dim() / 2).max(cfg.kv_dim());
         for (lw, (kc, vc)) in weights.layers.iter().zip(&caches) {
             b.push(Kernel::RmsNorm, &[&p_norm, &a.x, &lw.attn_norm, &a.xn], (1, 1));
@@ -163,13 +191,11 @@ impl Llama {
                     b.matvec(router, &a.xn, &a.router, false);
                     let p_sel = b.uniform([cfg.experts, cfg.topk, 0, 0]);
                     b.push(Kernel::MoeSelect, &[&p_sel, &a.router, &a.sel, &a.gate], (1, 1));
-                    let p_exp = b.uniform([cfg.ff, cfg.d, 0, 0]);
-                    b.push(Kernel::MatvecExp, &[&p_exp, &a.sel, gate, &a.xn, &a.g], (cfg.ff, cfg.topk));
-                    b.push(Kernel::MatvecExp, &[&p_exp, &a.sel, up, &a.xn, &a.u], (cfg.ff, cfg.topk));
+                    b.matvec_exp(gate, cfg.topk, &a.sel, &a.xn, &a.g);
+                    b.matvec_exp(up, cfg.topk, &a.sel, &a.xn, &a.u);
                     let p_ff = b.uniform([cfg.topk * cfg.ff, 0, 0, 0]);
                     b.push(Kernel::Swiglu, &[&p_ff, &a.g, &a.u], ((cfg.topk * cfg.ff).div_ceil(64), 1));
-                    let p_down = b.uniform([cfg.d, cfg.ff, cfg.topk, 0]);
-                    b.push(Kernel::MoeDown, &[&p_down, &a.sel, &a.gate, down, &a.g, &a.x], (cfg.d, 1));
+                    b.moe_down(down, cfg.topk, &a.sel, &a.gate, &a.g, &a.x);
                 }
             }
         }
@@ -178,7 +204,7 @@ impl Llama {
 
         let Builder { out: program, buffers, .. } = b;
         gpu.check()?;
-        Ok(Llama { gpu: gpu.clone(), config: cfg, weights, kernels, program, step, logits: a.logits, buffers, disposed: Cell::new(false) })
+        Ok(Llama { gpu: gpu.clone(), config: cfg, weights, program, step, logits: a.logits, buffers, disposed: Cell::new(false) })
     }
 
     /// Dispatches recorded per token (the seed's `dispatchesPerToken`).
@@ -235,7 +261,7 @@ impl Llama {
             let mut enc = self.gpu.device.create_command_encoder(&Default::default());
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
-                record(&mut pass, &self.kernels, &self.program);
+                record(&mut pass, &self.program);
             }
             if i + 1 == tokens.len() {
                 enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, bytes);

@@ -1,8 +1,13 @@
 //! Uploads a GGUF's tensors to GPU buffers in the layouts the kernels read.
 //!
-//! Q8_0 matrices stay quantised (repacked to packed int8 + f32 scales, as the seed); every other
-//! type is dequantised to f32 at load through a bounded scratch (never the whole model in memory).
-//! A matrix larger than one storage binding is split by rows into parts, each its own buffer.
+//! Every weight matrix (token embedding, projections, output head, MoE router and expert stacks)
+//! stays in its file's storage format: its bytes are uploaded unchanged, straight from the source
+//! ([`TensorSource::upload`]), and the kernels decode the GGML blocks themselves
+//! (`shaders/formats/*.wgsl`). A matrix larger than one storage binding is split by rows into
+//! parts (an expert stack by whole experts), each its own buffer holding its rows' bytes from
+//! byte 0, plus one spare word (the kernels' unaligned loads read one word ahead), rounded up to
+//! a multiple of 16 bytes. So GPU weight bytes = file tensor bytes + at most 19 bytes per buffer.
+//! Only the small 1-D tensors (norm weights) are widened to f32 when not stored as F32.
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -64,29 +69,23 @@ pub struct Progress {
     pub tensors_total: u32,
 }
 
-/// How a matrix is stored on the GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MatFormat {
-    /// f32, row-major `[rows][cols]`; one buffer per part.
-    F32,
-    /// Q8_0 repacked: `[rows][cols/4]` u32 of four int8, then `[rows][cols/32]` f32 scales.
-    Q8_0,
-}
-
-/// A run of rows of a matrix held in its own buffers.
+/// A run of rows of a matrix held in its own buffer.
+#[derive(Clone)]
 pub struct MatPart {
     /// First row of the part.
     pub row_start: u32,
     /// Rows in the part.
     pub rows: u32,
-    /// F32: `[W]`; Q8_0: `[Q, D]`.
-    pub buffers: Vec<wgpu::Buffer>,
+    /// The rows' bytes as stored in the file (row `r` at byte `r * row_bytes`), padded.
+    pub buffer: wgpu::Buffer,
 }
 
-/// A `[rows][cols]` weight matrix on the GPU, split by rows to fit the binding limit.
+/// A `[rows][cols]` weight matrix on the GPU in its GGUF storage format, split by rows to fit
+/// the binding limit.
+#[derive(Clone)]
 pub struct Matrix {
-    /// Storage format.
-    pub format: MatFormat,
+    /// Storage format (the tensor's GGML type).
+    pub ty: GgmlType,
     /// Output rows.
     pub rows: u32,
     /// Input columns.
@@ -95,12 +94,38 @@ pub struct Matrix {
     pub parts: Vec<MatPart>,
 }
 
+/// A run of whole experts of an expert stack held in its own buffer.
+#[derive(Clone)]
+pub struct ExpertPart {
+    /// First expert of the part.
+    pub expert_start: u32,
+    /// Experts in the part.
+    pub experts: u32,
+    /// Their bytes as stored (expert `e` row `r` at byte `((e - expert_start) * rows + r) * row_bytes`).
+    pub buffer: wgpu::Buffer,
+}
+
+/// An expert stack `[experts][rows][cols]` in its GGUF storage format, split by whole experts.
+#[derive(Clone)]
+pub struct Experts {
+    /// Storage format.
+    pub ty: GgmlType,
+    /// Experts.
+    pub experts: u32,
+    /// Rows per expert.
+    pub rows: u32,
+    /// Columns.
+    pub cols: u32,
+    /// Parts, in expert order.
+    pub parts: Vec<ExpertPart>,
+}
+
 /// The feed-forward weights of one block.
 pub enum Ffn {
     /// SwiGLU MLP.
     Dense { gate: Matrix, up: Matrix, down: Matrix },
-    /// Mixtral-style experts: router `[E][d]`, and f32 `[E][ff][d]`, `[E][ff][d]`, `[E][d][ff]`.
-    Moe { router: Matrix, gate: wgpu::Buffer, up: wgpu::Buffer, down: wgpu::Buffer },
+    /// Mixtral-style experts: router `[E][d]`, and stacks `[E][ff][d]`, `[E][ff][d]`, `[E][d][ff]`.
+    Moe { router: Matrix, gate: Experts, up: Experts, down: Experts },
 }
 
 /// One transformer block's weights.
@@ -123,11 +148,11 @@ pub struct Layer {
 
 /// Every weight of the model on the GPU.
 pub struct Weights {
-    /// Token embedding `[vocab][d]` f32 (gathered by the `embed` kernel).
+    /// Token embedding `[vocab][d]` (gathered by the `embed` kernel).
     pub embd: Matrix,
     /// Final RMSNorm weight `[d]`.
     pub out_norm: wgpu::Buffer,
-    /// Output head `[vocab][d]` (the token embedding again when tied).
+    /// Output head `[vocab][d]` (the token embedding's buffers again when tied).
     pub output: Matrix,
     /// Blocks.
     pub layers: Vec<Layer>,
@@ -141,23 +166,40 @@ pub struct Weights {
     pub file_bytes: u64,
 }
 
-struct Loader<'a> {
-    gpu: &'a Gpu,
-    g: &'a Gguf,
-    src: &'a dyn TensorSource,
-    max_binding: u64,
-    progress: &'a mut dyn FnMut(&Progress),
-    p: Progress,
-    buffers: Vec<wgpu::Buffer>,
-    gpu_bytes: u64,
+/// Uploads bytes of a source to GPU buffers.
+pub(crate) struct Loader<'a> {
+    pub(crate) gpu: &'a Gpu,
+    pub(crate) src: &'a dyn TensorSource,
+    pub(crate) max_binding: u64,
+    pub(crate) buffers: Vec<wgpu::Buffer>,
+    pub(crate) gpu_bytes: u64,
 }
 
-impl Loader<'_> {
-    fn info(&self, name: &str) -> Result<&TensorInfo> {
-        self.g.tensor(name).ok_or_else(|| Error::MissingTensor(name.to_string()))
+/// Bytes of the buffer for `bytes` bytes of stored weights: one spare word that the kernels'
+/// unaligned loads may read (and discard), rounded up to a multiple of 16 as every storage
+/// buffer ([`Gpu::storage`]).
+fn padded(bytes: u64) -> u64 {
+    (bytes + 4).next_multiple_of(16)
+}
+
+/// The most stored bytes whose [`padded`] size fits `limit`.
+fn fits(limit: u64) -> u64 {
+    limit.saturating_sub(4 + 15)
+}
+
+/// Rows (or experts) of `bytes` bytes each that one part holds under a binding limit of `limit`
+/// bytes (0: not even one fits).
+pub fn per_binding(limit: u64, bytes: u64) -> u64 {
+    fits(limit) / bytes.max(1)
+}
+
+impl<'a> Loader<'a> {
+    pub(crate) fn new(gpu: &'a Gpu, src: &'a dyn TensorSource) -> Loader<'a> {
+        Loader { gpu, src, max_binding: gpu.max_binding(), buffers: Vec::new(), gpu_bytes: 0 }
     }
 
     fn buffer(&mut self, label: &str, size: u64) -> Result<wgpu::Buffer> {
+        let size = size.max(16).next_multiple_of(16);
         if size > self.max_binding {
             return Err(Error::TooLarge {
                 tensor: label.to_string(),
@@ -172,16 +214,10 @@ impl Loader<'_> {
         Ok(b)
     }
 
-    fn done(&mut self, t: &TensorInfo) {
-        self.p.bytes_done += t.n_bytes;
-        self.p.tensors_done += 1;
-        (self.progress)(&self.p);
-    }
-
     /// Dequantises elements `[e0, e0 + n)` of a tensor to f32 (both multiples of its block size).
     fn elements_f32(&self, t: &TensorInfo, e0: u64, n: u64) -> Result<Vec<f32>> {
-        let off = t.ggml_type.tensor_bytes(e0).ok_or_else(|| bad_cols(t, e0))?;
-        let len = t.ggml_type.tensor_bytes(n).ok_or_else(|| bad_cols(t, n))?;
+        let off = t.ggml_type.tensor_bytes(e0).ok_or_else(|| bad_cols(&t.name, t.ggml_type, e0))?;
+        let len = t.ggml_type.tensor_bytes(n).ok_or_else(|| bad_cols(&t.name, t.ggml_type, n))?;
         let mut raw = vec![0u8; len as usize];
         self.src.read_at(t.offset + off, &mut raw)?;
         let mut out = vec![0f32; n as usize];
@@ -189,10 +225,9 @@ impl Loader<'_> {
         Ok(out)
     }
 
-    /// A whole tensor as one f32 buffer (vectors, expert stacks).
-    fn f32_tensor(&mut self, name: &str) -> Result<wgpu::Buffer> {
-        let t = self.info(name)?.clone();
-        let buf = self.buffer(name, t.n_elements * 4)?;
+    /// A whole 1-D tensor as one f32 buffer (norm weights).
+    fn f32_tensor(&mut self, t: &TensorInfo) -> Result<wgpu::Buffer> {
+        let buf = self.buffer(&t.name, t.n_elements * 4)?;
         if t.ggml_type == GgmlType::F32 {
             self.src.upload(self.gpu, &buf, 0, t.offset, t.n_elements * 4)?;
         } else {
@@ -201,97 +236,105 @@ impl Loader<'_> {
             let mut done = 0;
             while done < t.n_elements {
                 let m = (t.n_elements - done).min(step);
-                let vals = self.elements_f32(&t, done, m)?;
+                let vals = self.elements_f32(t, done, m)?;
                 self.gpu.queue.write_buffer(&buf, done * 4, bytemuck::cast_slice(&vals));
                 done += m;
             }
         }
-        self.done(&t);
         Ok(buf)
     }
 
-    /// A `[rows][cols]` matrix; Q8_0 stays quantised when `keep_q8`.
-    fn matrix(&mut self, name: &str, rows: u32, cols: u32, keep_q8: bool) -> Result<Matrix> {
-        let t = self.info(name)?.clone();
-        let format = if keep_q8 && t.ggml_type == GgmlType::Q8_0 { MatFormat::Q8_0 } else { MatFormat::F32 };
-        let row_gpu = match format {
-            MatFormat::F32 => cols as u64 * 4,
-            MatFormat::Q8_0 => cols as u64, // the int8 buffer is the larger of the two
-        };
-        if row_gpu > self.max_binding {
-            return Err(Error::TooLarge { tensor: name.into(), bytes: row_gpu, limit: self.max_binding, limit_name: "maxStorageBufferBindingSize" });
+    /// A buffer holding `len` stored bytes from source offset `src_offset` (any byte offset),
+    /// padded ([`padded`]). Every write is a 4-byte multiple at a 4-byte offset: the bulk goes
+    /// through [`TensorSource::upload`]; a last partial word too when the source has 4 bytes
+    /// there, else (the very end of the source) it is read and written zero-padded.
+    fn raw(&mut self, label: &str, src_offset: u64, len: u64) -> Result<wgpu::Buffer> {
+        let buf = self.buffer(label, padded(len))?;
+        let bulk = len & !3;
+        if bulk > 0 {
+            self.src.upload(self.gpu, &buf, 0, src_offset, bulk)?;
         }
-        let per_part = (self.max_binding / row_gpu).min(rows as u64) as u32;
+        let tail = len - bulk;
+        if tail > 0 {
+            let at = src_offset + bulk;
+            if at + 4 <= self.src.len() {
+                self.src.upload(self.gpu, &buf, bulk, at, 4)?;
+            } else {
+                let mut word = [0u8; 4];
+                self.src.read_at(at, &mut word[..tail as usize])?;
+                self.gpu.queue.write_buffer(&buf, bulk, &word);
+            }
+        }
+        Ok(buf)
+    }
+
+    /// A `[rows][cols]` matrix of type `ty` stored at `offset` in the source, kept as stored.
+    pub(crate) fn matrix(&mut self, name: &str, ty: GgmlType, offset: u64, rows: u32, cols: u32) -> Result<Matrix> {
+        let row_bytes = ty.tensor_bytes(cols as u64).filter(|_| cols > 0).ok_or_else(|| bad_cols(name, ty, cols as u64))?;
+        let fit = per_binding(self.max_binding, row_bytes);
+        if fit == 0 {
+            return Err(Error::TooLarge { tensor: name.into(), bytes: padded(row_bytes), limit: self.max_binding, limit_name: "maxStorageBufferBindingSize" });
+        }
+        let per_part = fit.min(rows as u64) as u32;
         let mut parts = Vec::new();
         let mut r0 = 0u32;
         while r0 < rows {
             let n = per_part.min(rows - r0);
             let label = if n == rows { name.to_string() } else { format!("{name}[{r0}..{}]", r0 + n) };
-            let buffers = match format {
-                MatFormat::F32 => {
-                    let b = self.buffer(&label, n as u64 * cols as u64 * 4)?;
-                    self.fill_rows_f32(&t, &b, cols, r0, n)?;
-                    vec![b]
-                }
-                MatFormat::Q8_0 => self.q8_part(&t, &label, cols, r0, n)?,
-            };
-            parts.push(MatPart { row_start: r0, rows: n, buffers });
+            let buffer = self.raw(&label, offset + r0 as u64 * row_bytes, n as u64 * row_bytes)?;
+            parts.push(MatPart { row_start: r0, rows: n, buffer });
             r0 += n;
         }
-        self.done(&t);
-        Ok(Matrix { format, rows, cols, parts })
+        Ok(Matrix { ty, rows, cols, parts })
     }
 
-    fn fill_rows_f32(&mut self, t: &TensorInfo, buf: &wgpu::Buffer, cols: u32, r0: u32, n: u32) -> Result<()> {
-        let cols = cols as u64;
-        let row_bytes = row_bytes(t, cols)?;
-        if t.ggml_type == GgmlType::F32 {
-            return self.src.upload(self.gpu, buf, 0, t.offset + r0 as u64 * row_bytes, n as u64 * row_bytes);
+    /// An expert stack `[experts][rows][cols]` of type `ty` at `offset`, split by whole experts.
+    pub(crate) fn experts(&mut self, name: &str, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32) -> Result<Experts> {
+        let row_bytes = ty.tensor_bytes(cols as u64).filter(|_| cols > 0).ok_or_else(|| bad_cols(name, ty, cols as u64))?;
+        if rows > 65535 {
+            // matvec_exp and moe_down dispatch a workgroup per 64 / TPR rows in x (at most 65535).
+            return Err(Error::Config(format!("{name}: {rows} rows per expert; the expert kernels handle at most 65535")));
         }
-        let step = (CHUNK_BYTES / (cols * 4)).max(1);
-        let mut done = 0u64;
-        while done < n as u64 {
-            let m = (n as u64 - done).min(step);
-            let vals = self.elements_f32(t, (r0 as u64 + done) * cols, m * cols)?;
-            self.gpu.queue.write_buffer(buf, done * cols * 4, bytemuck::cast_slice(&vals));
-            done += m;
+        let expert_bytes = rows as u64 * row_bytes;
+        let fit = per_binding(self.max_binding, expert_bytes);
+        if fit == 0 {
+            return Err(Error::TooLarge { tensor: format!("{name} (one expert)"), bytes: padded(expert_bytes), limit: self.max_binding, limit_name: "maxStorageBufferBindingSize" });
         }
-        Ok(())
-    }
-
-    /// Repacks rows of a Q8_0 tensor (34-byte blocks: f16 d, 32 int8) into int8 and f32 scale buffers.
-    fn q8_part(&mut self, t: &TensorInfo, label: &str, cols: u32, r0: u32, n: u32) -> Result<Vec<wgpu::Buffer>> {
-        let cols = cols as u64;
-        let row_bytes = row_bytes(t, cols)?;
-        let nb = cols / 32;
-        let q = self.buffer(&format!("{label}.q"), n as u64 * cols)?;
-        let d = self.buffer(&format!("{label}.d"), n as u64 * nb * 4)?;
-        let step = (CHUNK_BYTES / row_bytes).max(1);
-        let mut done = 0u64;
-        while done < n as u64 {
-            let m = (n as u64 - done).min(step);
-            let mut raw = vec![0u8; (m * row_bytes) as usize];
-            self.src.read_at(t.offset + (r0 as u64 + done) * row_bytes, &mut raw)?;
-            let mut qs = Vec::with_capacity((m * cols) as usize);
-            let mut ds = Vec::with_capacity((m * nb) as usize);
-            for blk in raw.chunks_exact(34) {
-                ds.push(half::f16::from_le_bytes([blk[0], blk[1]]).to_f32());
-                qs.extend_from_slice(&blk[2..]);
-            }
-            self.gpu.queue.write_buffer(&q, done * cols, &qs);
-            self.gpu.queue.write_buffer(&d, done * nb * 4, bytemuck::cast_slice(&ds));
-            done += m;
+        let per_part = fit.min(experts as u64) as u32;
+        let mut parts = Vec::new();
+        let mut e0 = 0u32;
+        while e0 < experts {
+            let n = per_part.min(experts - e0);
+            let label = if n == experts { name.to_string() } else { format!("{name}[experts {e0}..{}]", e0 + n) };
+            let buffer = self.raw(&label, offset + e0 as u64 * expert_bytes, n as u64 * expert_bytes)?;
+            parts.push(ExpertPart { expert_start: e0, experts: n, buffer });
+            e0 += n;
         }
-        Ok(vec![q, d])
+        Ok(Experts { ty, experts, rows, cols, parts })
     }
 }
 
-fn bad_cols(t: &TensorInfo, cols: u64) -> Error {
-    Error::Malformed(format!("tensor {}: rows of {cols} elements are not whole {} blocks", t.name, t.ggml_type.name()))
+fn bad_cols(name: &str, ty: GgmlType, cols: u64) -> Error {
+    Error::Malformed(format!("tensor {name}: rows of {cols} elements are not whole {} blocks", ty.name()))
 }
 
-fn row_bytes(t: &TensorInfo, cols: u64) -> Result<u64> {
-    t.ggml_type.tensor_bytes(cols).ok_or_else(|| bad_cols(t, cols))
+/// Reports progress after each tensor.
+struct Tracker<'a> {
+    g: &'a Gguf,
+    progress: &'a mut dyn FnMut(&Progress),
+    p: Progress,
+}
+
+impl Tracker<'_> {
+    fn info(&self, name: &str) -> Result<TensorInfo> {
+        self.g.tensor(name).cloned().ok_or_else(|| Error::MissingTensor(name.to_string()))
+    }
+
+    fn done(&mut self, t: &TensorInfo) {
+        self.p.bytes_done += t.n_bytes;
+        self.p.tensors_done += 1;
+        (self.progress)(&self.p);
+    }
 }
 
 impl Weights {
@@ -303,16 +346,28 @@ impl Weights {
             p.bytes_total += g.tensor(name).map_or(0, |t| t.n_bytes);
         }
         let file_bytes = p.bytes_total;
-        let mut ld = Loader { gpu, g, src, max_binding: gpu.max_binding(), progress, p, buffers: Vec::new(), gpu_bytes: 0 };
+        let mut tr = Tracker { g, progress, p };
+        let mut ld = Loader::new(gpu, src);
+        let matrix = |ld: &mut Loader, tr: &mut Tracker, name: &str, rows: u32, cols: u32| -> Result<Matrix> {
+            let t = tr.info(name)?;
+            let m = ld.matrix(name, t.ggml_type, t.offset, rows, cols)?;
+            tr.done(&t);
+            Ok(m)
+        };
+        let vector = |ld: &mut Loader, tr: &mut Tracker, name: &str| -> Result<wgpu::Buffer> {
+            let t = tr.info(name)?;
+            let b = ld.f32_tensor(&t)?;
+            tr.done(&t);
+            Ok(b)
+        };
         let (d, q, kv, ff) = (cfg.d, cfg.q_dim(), cfg.kv_dim(), cfg.ff);
-        let embd = ld.matrix("token_embd.weight", cfg.vocab, d, false)?;
-        let out_norm = ld.f32_tensor("output_norm.weight")?;
-        let out_name = if cfg.tied_output { "token_embd.weight" } else { "output.weight" };
-        let output = ld.matrix(out_name, cfg.vocab, d, true)?;
+        let embd = matrix(&mut ld, &mut tr, "token_embd.weight", cfg.vocab, d)?;
+        let out_norm = vector(&mut ld, &mut tr, "output_norm.weight")?;
+        let output = if cfg.tied_output { embd.clone() } else { matrix(&mut ld, &mut tr, "output.weight", cfg.vocab, d)? };
         let rope_freqs = if cfg.has_rope_freqs {
-            let t = ld.info("rope_freqs.weight")?.clone();
+            let t = tr.info("rope_freqs.weight")?;
             let v = ld.elements_f32(&t, 0, t.n_elements)?;
-            ld.done(&t);
+            tr.done(&t);
             Some(v)
         } else {
             None
@@ -320,24 +375,30 @@ impl Weights {
         let mut layers = Vec::with_capacity(cfg.n_layers as usize);
         for l in 0..cfg.n_layers {
             let b = |s: &str| format!("blk.{l}.{s}.weight");
-            let attn_norm = ld.f32_tensor(&b("attn_norm"))?;
-            let wq = ld.matrix(&b("attn_q"), q, d, true)?;
-            let wk = ld.matrix(&b("attn_k"), kv, d, true)?;
-            let wv = ld.matrix(&b("attn_v"), kv, d, true)?;
-            let wo = ld.matrix(&b("attn_output"), d, q, true)?;
-            let ffn_norm = ld.f32_tensor(&b("ffn_norm"))?;
+            let attn_norm = vector(&mut ld, &mut tr, &b("attn_norm"))?;
+            let wq = matrix(&mut ld, &mut tr, &b("attn_q"), q, d)?;
+            let wk = matrix(&mut ld, &mut tr, &b("attn_k"), kv, d)?;
+            let wv = matrix(&mut ld, &mut tr, &b("attn_v"), kv, d)?;
+            let wo = matrix(&mut ld, &mut tr, &b("attn_output"), d, q)?;
+            let ffn_norm = vector(&mut ld, &mut tr, &b("ffn_norm"))?;
             let ffn = if cfg.is_moe() {
+                let stack = |ld: &mut Loader, tr: &mut Tracker, name: &str, rows: u32, cols: u32| -> Result<Experts> {
+                    let t = tr.info(name)?;
+                    let e = ld.experts(name, t.ggml_type, t.offset, cfg.experts, rows, cols)?;
+                    tr.done(&t);
+                    Ok(e)
+                };
                 Ffn::Moe {
-                    router: ld.matrix(&b("ffn_gate_inp"), cfg.experts, d, true)?,
-                    gate: ld.f32_tensor(&b("ffn_gate_exps"))?,
-                    up: ld.f32_tensor(&b("ffn_up_exps"))?,
-                    down: ld.f32_tensor(&b("ffn_down_exps"))?,
+                    router: matrix(&mut ld, &mut tr, &b("ffn_gate_inp"), cfg.experts, d)?,
+                    gate: stack(&mut ld, &mut tr, &b("ffn_gate_exps"), ff, d)?,
+                    up: stack(&mut ld, &mut tr, &b("ffn_up_exps"), ff, d)?,
+                    down: stack(&mut ld, &mut tr, &b("ffn_down_exps"), d, ff)?,
                 }
             } else {
                 Ffn::Dense {
-                    gate: ld.matrix(&b("ffn_gate"), ff, d, true)?,
-                    up: ld.matrix(&b("ffn_up"), ff, d, true)?,
-                    down: ld.matrix(&b("ffn_down"), d, ff, true)?,
+                    gate: matrix(&mut ld, &mut tr, &b("ffn_gate"), ff, d)?,
+                    up: matrix(&mut ld, &mut tr, &b("ffn_up"), ff, d)?,
+                    down: matrix(&mut ld, &mut tr, &b("ffn_down"), d, ff)?,
                 }
             };
             layers.push(Layer { attn_norm, q: wq, k: wk, v: wv, o: wo, ffn_norm, ffn });

@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! Bad models and bad calls get typed errors whose messages name the problem (the seed's messages
 //! kept where it had one); nothing panics and nothing reaches the GPU unchecked.
 

@@ -1,8 +1,9 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! GGML type tests: the type table, hand-built blocks of all 13 types checked against values
 //! computed here from the documented formulas (ggml-common.h / ggml-quants.c), quantise ->
 //! dequantise error bounds, and the real models in `../shared/models`.
 
-use half::{bf16, f16};
+use half::f16;
 use std::path::PathBuf;
 use webgpu_llama::error::Error;
 use webgpu_llama::ggml::{dequantize, quantize, GgmlType, GgmlType::*};
@@ -185,7 +186,9 @@ fn tensor_bytes_checks_blocks_and_overflow() {
     assert_eq!(Q3_K.tensor_bytes(512), Some(220));
     assert_eq!(Q5_K.tensor_bytes(1 << 20), Some((1 << 12) * 176));
     assert_eq!(F32.tensor_bytes(u64::MAX / 2), None);
-    assert_eq!(Q4_K.tensor_bytes(u64::MAX - 255), None);
+    // 144/256 bytes per element cannot overflow; 34/32 can.
+    assert_eq!(Q4_K.tensor_bytes(u64::MAX - 255), Some(((1 << 56) - 1) * 144));
+    assert_eq!(Q8_0.tensor_bytes(u64::MAX - 31), None);
     assert_eq!(Q4_K.tensor_bytes(1 << 56), Some((1 << 48) * 144));
 }
 
@@ -528,15 +531,16 @@ fn reference_quantisers_produce_ggml_bytes() {
     want.extend((0..16).map(|j| qj(j) | (qj(j + 16) << 4)));
     assert_eq!(q, want);
 
-    // Q8_0: d = amax / 127 = 1, q = round(x) half away from zero.
-    let x: Vec<f32> = (0..32).map(|j| if j == 5 { -127.0 } else { j as f32 * 0.5 - 0.25 }).collect();
+    // Q8_0: d = amax / 127 = 1, q = roundf(x): ties go away from zero (not to even).
+    let x: Vec<f32> = (0..32).map(|j| if j == 5 { -127.0 } else { j as f32 * 0.5 - 8.0 }).collect();
     let q = quantize(Q8_0, &x).unwrap();
     let mut want = h(1.0).to_vec();
     want.extend(x.iter().map(|v| v.round() as i8 as u8));
     assert_eq!(q, want);
-    assert_eq!(q[2 + 1], 0); // 0.25 -> 0
-    assert_eq!(q[2 + 2], 1); // 0.75 -> 1
-    assert_eq!(q[2 + 3], 1); // 1.25 -> 1
+    assert_eq!(q[2 + 1] as i8, -8); // -7.5 -> -8
+    assert_eq!(q[2 + 17] as i8, 1); // 0.5 -> 1
+    assert_eq!(q[2 + 21] as i8, 3); // 2.5 -> 3
+    assert_eq!(q[2 + 5] as i8, -127);
 
     // Q4_1: min -1, max 14: d = 1, m = -1, q = (i8)(x - min + 0.5).
     let x: Vec<f32> = (0..32).map(|j| (j % 16) as f32 - 1.0).collect();
@@ -572,27 +576,32 @@ fn error_bound(ty: GgmlType, x: &[f32]) -> f32 {
             .map(|c| c.iter().fold(f32::MIN, |a, &b| a.max(b)) - c.iter().fold(0.0f32, |a, &b| a.min(b)))
             .fold(0.0, f32::max)
     };
-    let f16_slack = amax * 2f32.powi(-9); // f16 rounding of d / m
+    // f16 rounding of d (and m): relative 2^-11 for normal f16, absolute 2^-25 once d is an
+    // f16 subnormal (below 6.1e-5, i.e. blocks with amax under ~0.008 for Q8_0), times the
+    // number of steps.
+    let f16_err = |steps: f32| steps * (amax * 2f32.powi(-11) / steps.max(1.0) * 1.01 + 2f32.powi(-25));
     match ty {
         F32 => 0.0,
-        F16 => amax * 2f32.powi(-11),
+        F16 => amax * 2f32.powi(-11) + 2f32.powi(-25),
         BF16 => amax * 2f32.powi(-8),
-        // Half a step of amax/127, plus f16 rounding of d times up to 127 steps.
-        Q8_0 => amax / 254.0 + amax * 2f32.powi(-11) * 1.01,
+        // Half a step of amax/127 (ggml's Q8_0 reference).
+        Q8_0 => amax / 254.0 + f16_err(127.0),
         // d = amax/8; the value opposite the max is clamped from 8 to 7 steps: one whole step.
-        Q4_0 => amax / 8.0 * 1.001 + f16_slack,
-        Q5_0 => amax / 16.0 * 1.001 + f16_slack,
-        // Half a step of range/15 (range/31).
-        Q4_1 => range / 30.0 * 1.001 + f16_slack,
-        Q5_1 => range / 62.0 * 1.001 + f16_slack,
-        // Half a step, where the step is rounded up: (R + R/smax) / nmax + one d.
-        Q2_K => k_range(16) * 0.19,
-        Q4_K => k_range(32) * 0.035,
-        Q5_K => k_range(32) * 0.017,
-        // Symmetric: one step (amax/4, amax/32) where the opposite extreme is clamped, plus the
-        // 6/8-bit scale rounding (half a scale unit times 4/32 levels).
-        Q3_K => amax * (0.25 + 1.0 / 64.0) * 1.01,
-        Q6_K => amax * (1.0 / 32.0 + 1.0 / 256.0) * 1.01,
+        Q4_0 => amax / 8.0 * 1.001 + f16_err(8.0),
+        Q5_0 => amax / 16.0 * 1.001 + f16_err(16.0),
+        // Half a step of range/15 (range/31), plus the rounding of d and of m.
+        Q4_1 => range / 30.0 * 1.001 + 2.0 * f16_err(15.0),
+        Q5_1 => range / 62.0 * 1.001 + 2.0 * f16_err(31.0),
+        // Half a step; our steps are rounded up to at most (R + R/smax)/nmax + d with
+        // d = (R + R/smax)/(nmax * smax): 0.190 R, 0.0344 R, 0.0167 R.
+        Q2_K => k_range(16) * 0.19 * 1.01,
+        Q4_K => k_range(32) * 0.0344 * 1.01,
+        Q5_K => k_range(32) * 0.0167 * 1.01,
+        // Symmetric: the value opposite the sub-block's max is clamped one step (amax/4 or
+        // amax/32) short, plus up to 1.5 (15.5) halves of the scale unit d = amax/128
+        // (amax/4096) from rounding the sub-block scale: 0.262 amax, 0.0350 amax.
+        Q3_K => amax * (0.25 + 1.5 / 128.0) * 1.01,
+        Q6_K => amax * (1.0 / 32.0 + 15.5 / 4096.0) * 1.01,
     }
 }
 
@@ -623,27 +632,44 @@ fn quantise_then_dequantise_stays_within_each_formats_error() {
         assert_eq!(q.len() as u64, ty.tensor_bytes(x.len() as u64).unwrap());
         let y = deq(ty, &q);
         let bs = if ty.block_size() == 1 { 256 } else { ty.block_size() as usize };
-        let mut sq = 0.0f64;
         for (b, (xb, yb)) in x.chunks(bs).zip(y.chunks(bs)).enumerate() {
             let (err, bound) = (max_err(xb, yb), error_bound(ty, xb));
             assert!(err <= bound, "{ty:?} block {b}: max error {err} > bound {bound}");
-            sq += xb.iter().zip(yb).map(|(a, b)| ((a - b) as f64).powi(2)).sum::<f64>();
         }
-        // And a typical error well inside the worst case: relative RMS error over the signal.
-        let rms = (sq / x.len() as f64).sqrt();
-        let signal = (x.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / x.len() as f64).sqrt();
+    }
+}
+
+#[test]
+fn typical_error_on_uniform_values_matches_the_step_size() {
+    // For x uniform in [-1, 1) rounding error is uniform in half a step either way, so the RMS
+    // error relative to the RMS value (1/sqrt(3)) is about step / 2.
+    let mut rng = Rng(7);
+    let x: Vec<f32> = (0..8192).map(|_| rng.unit()).collect();
+    let signal = (x.iter().map(|v| (*v as f64).powi(2)).sum::<f64>() / x.len() as f64).sqrt();
+    for ty in GgmlType::ALL {
+        let y = deq(ty, &quantize(ty, &x).unwrap());
+        let rms = (x.iter().zip(&y).map(|(a, b)| ((a - b) as f64).powi(2)).sum::<f64>() / x.len() as f64).sqrt();
         let rel = rms / signal;
-        let limit = match ty {
-            F32 => 0.0,
-            F16 | BF16 => 0.005,
-            Q8_0 => 0.005,
-            Q6_K | Q5_1 | Q5_K => 0.02,
-            Q5_0 | Q4_1 | Q4_K => 0.04,
-            Q4_0 => 0.06,
-            Q3_K => 0.12,
-            Q2_K => 0.2,
+        // (expected step / 2, allowed): steps of 1/127, 1/8, 1/16, 2/15, 2/31 of the block's
+        // amax or range; K-quant steps from the sub-block ranges.
+        let (expected, limit) = match ty {
+            F32 => (0.0, 0.0),
+            F16 => (2f64.powi(-12), 0.0003),
+            BF16 => (2f64.powi(-9), 0.0025),
+            Q8_0 => (1.0 / 254.0, 0.0045),
+            Q4_0 => (1.0 / 16.0, 0.07),
+            Q5_0 => (1.0 / 32.0, 0.035),
+            Q4_1 => (1.0 / 15.0, 0.075),
+            Q5_1 => (1.0 / 31.0, 0.037),
+            Q2_K => (1.0 / 3.0, 0.35),
+            Q3_K => (1.0 / 8.0, 0.14),
+            Q4_K => (1.0 / 15.0, 0.075),
+            Q5_K => (1.0 / 31.0, 0.037),
+            Q6_K => (1.0 / 64.0, 0.018),
         };
+        eprintln!("{ty:?}: relative RMS error {rel:.5} (about {expected:.5} expected)");
         assert!(rel <= limit, "{ty:?}: relative RMS error {rel} > {limit}");
+        assert!(rel >= expected * 0.5, "{ty:?}: relative RMS error {rel} is implausibly small");
     }
 }
 
@@ -720,7 +746,12 @@ fn q8_0_file_matches_the_f32_file() {
 #[test]
 fn pad256_quantised_files_match_the_f16_file() {
     let f16m = Model::load("stories260K-pad256-F16.gguf");
-    // (file, worst relative error allowed per type) — one step of each format at most.
+    // (file, worst error allowed relative to the tensor's max abs, per type). llama.cpp's
+    // quantisers search scales to minimise squared error, so they may clip a little; we allow:
+    // Q8_0: half a step (amax/254) plus the F16 file's own rounding (2^-11 of the value) and
+    // f16 rounding of d; Q6_K and Q4_0: one step (amax/32, amax/8; the value opposite a block's
+    // max is clamped one step short); Q4_K: half a step of the widest possible sub-block range
+    // (2 amax / 15). Observed here: 0.0043, 0.016, 0.103, 0.066.
     let cases = [
         ("stories260K-pad256-Q8_0.gguf", [(Q8_0, 1.0 / 254.0 + 1.0 / 1024.0)].as_slice()),
         ("stories260K-pad256-Q6_K.gguf", &[(Q6_K, 1.0 / 32.0)]),
@@ -743,9 +774,6 @@ fn pad256_quantised_files_match_the_f16_file() {
             }
             let &(_, rel) = bounds.iter().find(|(ty, _)| *ty == t.ggml_type).unwrap_or_else(|| panic!("{file} {}: {:?}", t.name, t.ggml_type));
             assert!(err <= amax * rel, "{file} {} ({:?}): max error {err} > {rel} x max {amax}", t.name, t.ggml_type);
-            // Zero padding stays zero in every format.
-            let zeros = reference.iter().zip(&got).filter(|(r, _)| **r == 0.0);
-            assert!(zeros.clone().count() > 0 || !t.name.contains("attn_q"));
             checked += 1;
         }
         assert!(checked >= 37, "{file}: {checked} quantised tensors");

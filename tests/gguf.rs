@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! GGUF container tests: value round trips through `GgufWriter`, tensor layout and alignment,
 //! malformed files (each asserting the error variant and that the message names the problem),
 //! and the real models in `../shared/models`.
@@ -439,25 +440,25 @@ fn every_truncation_of_a_small_file_is_an_error() {
     let bytes = w.to_bytes();
     let full = parse(&bytes).unwrap();
     assert_eq!(full.data_offset as usize, bytes.len() - 32);
-    // Cuts inside the header are Truncated; once the header is whole (its padding or the data
-    // missing) the tensor lies outside the file, which is Malformed.
-    let mut first_malformed = None;
+    // Every cut is Truncated: inside the header it names the header field; once the header is
+    // whole (its padding or the data missing) it names the tensor whose data is cut.
+    let mut first_data_cut = None;
     for cut in 0..bytes.len() {
         match parse(&bytes[..cut]) {
             Err(Error::Truncated { what, at, need, len }) => {
-                assert!(first_malformed.is_none(), "cut {cut}: Truncated after a Malformed cut");
                 assert_eq!(len, cut as u64, "cut {cut}");
                 assert!(at + need > len, "cut {cut}: {what} at {at} needs {need}");
                 assert!(!what.is_empty());
-            }
-            Err(Error::Malformed(m)) => {
-                first_malformed.get_or_insert(cut);
-                assert_contains(&m, &["\"w\"", "outside the file", &format!("(len {cut})")]);
+                if what == "tensor \"w\" data" {
+                    first_data_cut.get_or_insert(cut);
+                } else {
+                    assert!(first_data_cut.is_none(), "cut {cut}: a header field ({what}) after a data cut");
+                }
             }
             other => panic!("cut at {cut} of {}: {other:?}", bytes.len()),
         }
     }
-    let header_end = first_malformed.expect("some cut leaves the header whole") as u64;
+    let header_end = first_data_cut.expect("some cut leaves the header whole") as u64;
     assert!(header_end <= full.data_offset && header_end + 32 > full.data_offset, "header ends at {header_end}");
     // The field being read is named.
     let Err(Error::Truncated { what, .. }) = parse(&bytes[..30]) else { panic!() };
@@ -625,6 +626,12 @@ fn overlapping_tensors_are_rejected() {
     let mut r = Raw::header(3, 2, 0);
     r.tensor_info("b", &[8], 0, 32).tensor_info("a", &[16], 0, 0).data(32, 64);
     assert_contains(&malformed(&r.0), &["tensors \"a\" and \"b\" overlap"]);
+    // Two bytes of overlap: 17 f16 values (34 bytes) at 0, the next tensor at 32.
+    let mut r = Raw::header(3, 2, 0);
+    r.tensor_info("h", &[17], 1, 0).tensor_info("b", &[8], 0, 32).data(32, 64);
+    let d = r.0.len() - 64; // the data section
+    let ranges = format!("[{d}, {}) and [{}, {})", d + 34, d + 32, d + 64);
+    assert_contains(&malformed(&r.0), &["tensors \"h\" and \"b\" overlap", &ranges]);
     // Touching is fine.
     let mut r = Raw::header(3, 2, 0);
     r.tensor_info("a", &[8], 0, 0).tensor_info("b", &[8], 0, 32).data(32, 64);
@@ -801,4 +808,29 @@ fn parsing_through_positioned_file_reads_matches_the_slice() {
         assert!(src.largest.get() <= 64 * 1024, "{}: largest read {}", p.display(), src.largest.get());
         assert!(src.reads.get() <= 4, "{}: {} reads", p.display(), src.reads.get());
     }
+}
+
+#[test]
+fn headers_larger_than_the_read_window_parse_exactly() {
+    // ~10k strings of varying length (values straddle every 64 KiB window boundary) and one
+    // 100 KB string (read directly, bypassing the window), through a counting file-like source.
+    let tokens: Vec<Value> = (0..10_000).map(|i| Value::Str(format!("tok{i}{}", "x".repeat(i % 13)))).collect();
+    let big = "é".repeat(50_000);
+    let mut w = GgufWriter::new(3);
+    w.kv("tokenizer.ggml.tokens", Value::Array(tokens.clone()));
+    w.kv("big", Value::Str(big.clone()));
+    w.kv("after", Value::U64(0x0123_4567_89ab_cdef));
+    w.tensor("w", &[8], GgmlType::F32, f32_bytes(&[3.0; 8]));
+    let bytes = w.to_bytes();
+    assert!(bytes.len() > 200_000);
+    let g = Gguf::parse(&bytes).unwrap();
+    assert_eq!(g.get("tokenizer.ggml.tokens").and_then(Value::as_array), Some(&tokens[..]));
+    assert_eq!(g.get("big").and_then(Value::as_str), Some(big.as_str()));
+    assert_eq!(g.get("after"), Some(&Value::U64(0x0123_4567_89ab_cdef)));
+    let src = HeadThenZeros { head: bytes.clone(), len: bytes.len() as u64, largest: Cell::new(0) };
+    let g2 = Gguf::parse(&src).unwrap();
+    assert_eq!(g2.metadata, g.metadata);
+    assert_eq!(g2.tensors[0].offset, g.tensors[0].offset);
+    assert_eq!(&bytes[g.tensors[0].offset as usize..][..4], &3.0f32.to_le_bytes());
+    assert_eq!(src.largest.get(), 100_000, "the one read over 64 KiB is the big string itself");
 }

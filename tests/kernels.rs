@@ -1,7 +1,11 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! Every kernel on odd shapes against the CPU reference (`webgpu_llama::reference`, f64):
 //! synthetic models whose widths are not multiples of 64, GQA ratios 1, 2 and 4, partial RoPE,
-//! Llama-3 `rope_freqs`, MoE with top-1 and top-k > 1, split matrices; logits compared at several
-//! positions, each position exercising embed, rmsnorm, matvec(_q8), rope_kv, attention, swiglu,
+//! Llama-3 `rope_freqs` (also past position 8192), MoE with top-1 and top-k > 1, split matrices
+//! and expert stacks, and every weight format the engine keeps on the GPU (F32, F16, BF16, Q4_0,
+//! Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; the three K-quants that
+//! `ggml::quantize` cannot make are random blocks with sane scales); logits compared at several
+//! positions, each position exercising embed, rmsnorm, matvec, rope_kv, attention, swiglu,
 //! moe_select, matvec_exp and moe_down.
 
 mod common;
@@ -9,31 +13,105 @@ mod common;
 use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::GgmlType;
+use webgpu_llama::gguf::GgufWriter;
 use webgpu_llama::reference::Reference;
 use webgpu_llama::synth::{model, Scheme, Shape};
+use webgpu_llama::weights::per_binding;
 use webgpu_llama::{Gguf, Llama, LoadOptions};
 
 /// Runs `positions` tokens one at a time on the GPU and the CPU reference; returns the worst
 /// max-abs difference relative to the largest reference logit.
 fn compare(shape: &Shape, scheme: Scheme, positions: u32, cap: Option<u64>) -> f64 {
-    let bytes = model(shape, scheme, 7).unwrap().to_bytes();
+    compare_bytes(&model(shape, scheme, 7).unwrap().to_bytes(), shape.vocab, positions, cap)
+}
+
+/// Max-abs difference of `got` from `want`, relative to the largest reference logit.
+fn relative_err(got: &[f32], want: &[f64]) -> f64 {
+    let scale = want.iter().fold(1e-3f64, |m, x| m.max(x.abs()));
+    got.iter().zip(want).map(|(a, b)| (*a as f64 - b).abs()).fold(0.0, f64::max) / scale
+}
+
+/// As [`compare`] for a model file's bytes.
+fn compare_bytes(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>) -> f64 {
     let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let mut gpu = gpu(false);
-    if let Some(c) = cap {
-        gpu.cap_binding(c);
-    }
-    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(positions + 3), progress: None }).unwrap();
-    let mut cpu = Reference::load(&g, bytes.as_slice(), &llama.config).unwrap();
+    // The same model twice: with the weight kernels' GPU workgroup shapes and with the CPU ones.
+    let mut gpus = [gpu(false), gpu(false)];
+    gpus[0].set_cpu(false);
+    gpus[1].set_cpu(true);
+    let llamas: Vec<Llama> = gpus
+        .iter_mut()
+        .map(|gpu| {
+            if let Some(c) = cap {
+                gpu.cap_binding(c);
+            }
+            Llama::load(gpu, &g, bytes, LoadOptions { ctx: Some(positions + 3), progress: None }).unwrap()
+        })
+        .collect();
+    let mut cpu = Reference::load(&g, bytes.as_slice(), &llamas[0].config).unwrap();
     let mut worst = 0f64;
     for pos in 0..positions {
-        let token = (pos * 7919 + 3) % shape.vocab;
-        let got = block_on(llama.forward(&[token], pos)).unwrap();
+        let token = (pos * 7919 + 3) % vocab;
         let want = cpu.step(token, pos);
-        let scale = want.iter().fold(1e-3f64, |m, x| m.max(x.abs()));
-        let err = got.iter().zip(&want).map(|(a, b)| (*a as f64 - b).abs()).fold(0.0, f64::max) / scale;
-        worst = worst.max(err);
+        for llama in &llamas {
+            let got = block_on(llama.forward(&[token], pos)).unwrap();
+            worst = worst.max(relative_err(&got, &want));
+        }
     }
     worst
+}
+
+/// xorshift64* for the random blocks.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// `n` weights of K-quant `ty` (Q2_K, Q3_K or Q5_K) in rows of `cols`: random bytes, with the f16
+/// super-block scales chosen so that weights have mean about 0 and spread about 1/sqrt(cols)
+/// (for uniformly random sub-block scales and quants: Q2_K value d*sc*q - dmin*m has mean
+/// 11.25 d - 7.5 dmin and spread about 14 d; Q3_K d*sc*q spread about 43 d; Q5_K mean
+/// 488 d - 31.5 dmin, spread about 527 d).
+fn random_k_blocks(ty: GgmlType, n: u64, cols: u64, rng: &mut Rng) -> Vec<u8> {
+    let unit = 1.0 / (cols as f32).sqrt();
+    let (fields, d, dmin): (&[usize], f32, f32) = match ty {
+        GgmlType::Q2_K => (&[80, 82], unit / 14.0, 1.5 * unit / 14.0),
+        GgmlType::Q3_K => (&[108], unit / 43.0, 0.0),
+        GgmlType::Q5_K => (&[0, 2], unit / 527.0, 15.5 * unit / 527.0),
+        _ => panic!("random_k_blocks: {ty} is made by ggml::quantize"),
+    };
+    let mut bytes: Vec<u8> = (0..ty.tensor_bytes(n).unwrap()).map(|_| rng.next() as u8).collect();
+    for block in bytes.chunks_exact_mut(ty.block_bytes() as usize) {
+        for (&at, v) in fields.iter().zip([d, dmin]) {
+            block[at..at + 2].copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
+        }
+    }
+    bytes
+}
+
+/// The synthetic F32 model of `shape` with every weight matrix replaced by random `ty` blocks.
+fn random_k_model(shape: &Shape, ty: GgmlType) -> Vec<u8> {
+    let f32_bytes = model(shape, Scheme::All(GgmlType::F32), 7).unwrap().to_bytes();
+    let g = Gguf::parse(f32_bytes.as_slice()).unwrap();
+    let mut w = GgufWriter::new(3);
+    for (k, v) in &g.metadata {
+        w.kv(k, v.clone());
+    }
+    let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B ^ ty as u64);
+    for t in &g.tensors {
+        if t.dims.len() >= 2 {
+            w.tensor(&t.name, &t.dims, ty, random_k_blocks(ty, t.n_elements, t.dims[0], &mut rng));
+        } else {
+            let data = f32_bytes[t.offset as usize..(t.offset + t.n_bytes) as usize].to_vec();
+            w.tensor(&t.name, &t.dims, t.ggml_type, data);
+        }
+    }
+    w.to_bytes()
 }
 
 fn assert_close(what: &str, err: f64) {
@@ -58,8 +136,45 @@ fn dense_gqa4_q8_0_kept_quantised() {
 }
 
 #[test]
-fn dense_k_quants_dequantised() {
+fn dense_q4_k_m() {
     assert_close("q4_k_m", compare(&Shape::dense(256, 1, 4, 2, 512, 67), Scheme::Q4KM, 5, None));
+}
+
+#[test]
+fn dense_every_32_block_format() {
+    // Widths that are whole Q*_0/Q*_1 blocks (32) but not multiples of 64; odd vocab.
+    let s = Shape::dense(96, 2, 6, 2, 160, 101);
+    for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0] {
+        assert_close(&format!("dense {ty}"), compare(&s, Scheme::All(ty), 5, None));
+    }
+}
+
+#[test]
+fn dense_bf16_odd_width() {
+    // d 72: F16/BF16 rows of 144 bytes; q/k/v heads of 12.
+    assert_close("dense bf16", compare(&Shape::dense(72, 2, 6, 3, 100, 97), Scheme::All(GgmlType::BF16), 5, None));
+}
+
+#[test]
+fn dense_every_k_quant() {
+    let s = Shape::dense(256, 1, 4, 2, 512, 67);
+    for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
+        assert_close(&format!("dense {ty}"), compare(&s, Scheme::All(ty), 4, None));
+    }
+    for ty in [GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K] {
+        assert_close(&format!("dense random {ty}"), compare_bytes(&random_k_model(&s, ty), s.vocab, 4, None));
+    }
+}
+
+#[test]
+fn moe_k_quants_and_split_experts() {
+    let s = Shape { experts: 4, topk: 2, ..Shape::dense(256, 1, 4, 2, 256, 67) };
+    assert_close("moe q4_k_m", compare(&s, Scheme::Q4KM, 4, None));
+    assert_close("moe random q5_k", compare_bytes(&random_k_model(&s, GgmlType::Q5_K), s.vocab, 4, None));
+    // A 100 KB binding cap holds one 256x256 Q6_K expert (53760 bytes), not two: every stack is
+    // split into single experts.
+    assert_eq!(per_binding(100_000, 256 * 210), 1);
+    assert_close("moe q6_k split", compare(&s, Scheme::All(GgmlType::Q6_K), 4, Some(100_000)));
 }
 
 #[test]
@@ -88,6 +203,37 @@ fn matrices_split_across_bindings() {
     // A 4 KiB binding cap splits every matrix and the embedding into many parts.
     assert_close("split f32", compare(&Shape::dense(72, 1, 6, 2, 100, 300), Scheme::All(GgmlType::F32), 4, Some(4096)));
     assert_close("split q8_0", compare(&Shape::dense(64, 1, 4, 2, 96, 300), Scheme::All(GgmlType::Q8_0), 4, Some(4096)));
+    // ffn_down rows of 3 Q4_0 blocks (54 bytes) in parts of 17 rows, of 3 Q5_0 blocks (66 bytes)
+    // in parts of 15: every other part starts 2 bytes into a word of the file (the caps still
+    // hold the 896-byte KV cache).
+    assert_eq!(per_binding(17 * 54 + 19, 54), 17);
+    assert_eq!(per_binding(15 * 66 + 19, 66), 15);
+    assert_close("split q4_0", compare(&Shape::dense(64, 1, 4, 2, 96, 300), Scheme::All(GgmlType::Q4_0), 4, Some(17 * 54 + 19)));
+    assert_close("split q5_0", compare(&Shape::dense(64, 1, 4, 2, 96, 300), Scheme::All(GgmlType::Q5_0), 4, Some(15 * 66 + 19)));
+}
+
+#[test]
+fn llama3_rope_freqs_past_8192() {
+    // One forward of an 8200-token prompt, then single tokens at 8200.., against the CPU
+    // reference stepped through every position.
+    let s = Shape { rope_freqs: true, theta: 500000.0, ctx: 9000, ..Shape::dense(64, 1, 4, 2, 64, 61) };
+    let bytes = model(&s, Scheme::All(GgmlType::F32), 11).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let gpu = gpu(false);
+    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(8300), progress: None }).unwrap();
+    let mut cpu = Reference::load(&g, bytes.as_slice(), &llama.config).unwrap();
+    let token = |pos: u32| (pos * 7919 + 3) % s.vocab;
+    let prompt: Vec<u32> = (0..8200).map(token).collect();
+    let got = block_on(llama.forward(&prompt, 0)).unwrap();
+    let mut want = Vec::new();
+    for (pos, &t) in prompt.iter().enumerate() {
+        want = cpu.step(t, pos as u32);
+    }
+    assert_close("rope_freqs prompt of 8200", relative_err(&got, &want));
+    for pos in 8200..8204 {
+        let got = block_on(llama.forward(&[token(pos)], pos)).unwrap();
+        assert_close(&format!("rope_freqs position {pos}"), relative_err(&got, &cpu.step(token(pos), pos)));
+    }
 }
 
 #[test]

@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! End to end against `../shared/reference`: every case, every row within 2e-3 (max abs) of the
 //! float64 reference logits, and the greedy continuation identical.
 

@@ -3,6 +3,13 @@
 //! `webgpu-llama run MODEL.gguf --tokens 1,2,3 [-n 20] [--ctx N] [--dump-logits FILE]`
 //! `webgpu-llama info MODEL.gguf`
 
+#![cfg_attr(target_arch = "wasm32", allow(unused))]
+
+#[cfg(target_arch = "wasm32")]
+fn main() {} // the browser door is the library's `web` module
+
+#[cfg(not(target_arch = "wasm32"))]
+mod cli {
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -86,7 +93,7 @@ enum Cmd {
     },
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     match pollster::block_on(run(Cli::parse())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -210,4 +217,10 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         }
     }
+}
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() -> std::process::ExitCode {
+    cli::main()
 }

@@ -139,15 +139,20 @@ struct Affine {
     l: [u8; QK_K],
 }
 
-/// `v` rounded to f16, as it will be stored.
-fn round_f16(v: f32) -> f32 {
-    f16::from_f32(v).to_f32()
+/// The f16 nearest to `v` that is at least as far from zero, as an f32 (a scale rounded this
+/// way never makes a sub-block scale overflow its bits).
+fn round_f16_away(v: f32) -> f32 {
+    let h = f16::from_f32(v);
+    if h.to_f32().abs() >= v.abs() {
+        return h.to_f32();
+    }
+    f16::from_bits(h.to_bits() + 1).to_f32() // the next magnitude up, same sign
 }
 
 /// Chooses an affine K-quant for `x` with sub-blocks of `sub` elements, levels `0..=nmax` and
-/// sub-block scales/mins of `0..=smax`. Mins are rounded up and then the scales chosen (rounded
-/// up) to reach each sub-block's top, so every value lies inside the representable range (up to
-/// f16 rounding of `d`/`dmin`), and the error is at most half a step.
+/// sub-block scales/mins of `0..=smax`. `dmin`, the mins, `d` and the scales are all rounded up,
+/// so every value lies inside its sub-block's representable range and the error is at most half
+/// a step (a step is at most `(range + dmin) / nmax + d`).
 fn affine(x: &[f32], sub: usize, nmax: u8, smax: u8) -> Affine {
     let n = QK_K / sub;
     let (mut his, mut mins) = (vec![0.0f32; n], vec![0.0f32; n]);
@@ -156,10 +161,10 @@ fn affine(x: &[f32], sub: usize, nmax: u8, smax: u8) -> Affine {
         (his[j], mins[j]) = (hi, -lo.min(0.0));
     }
     let fit = |v: f32, step: f32| if step > 0.0 { (v / step).ceil().clamp(0.0, smax as f32) as u8 } else { 0 };
-    let dmin = round_f16(mins.iter().fold(0.0f32, |a, &b| a.max(b)) / smax as f32);
+    let dmin = round_f16_away(mins.iter().fold(0.0f32, |a, &b| a.max(b)) / smax as f32);
     let m: Vec<u8> = mins.iter().map(|&mn| fit(mn, dmin)).collect();
     let need: Vec<f32> = (0..n).map(|j| (his[j] + dmin * m[j] as f32) / nmax as f32).collect();
-    let d = round_f16(need.iter().fold(0.0f32, |a, &b| a.max(b)) / smax as f32);
+    let d = round_f16_away(need.iter().fold(0.0f32, |a, &b| a.max(b)) / smax as f32);
     let sc: Vec<u8> = need.iter().map(|&s| fit(s, d)).collect();
     let mut l = [0u8; QK_K];
     for (i, li) in l.iter_mut().enumerate() {
@@ -249,10 +254,8 @@ fn q5_k(x: &[f32], y: &mut [u8]) {
 /// `-nmax..nmax`, returned as `L = q + nmax`.
 fn symmetric(x: &[f32], nmax: i32, smax: i32) -> (f32, [i8; 16], [u8; QK_K]) {
     let scales: [f32; 16] = std::array::from_fn(|j| signed_amax(&x[16 * j..16 * j + 16]) / -(nmax as f32));
-    let max_scale = signed_amax(&scales);
-    let iscale = if max_scale != 0.0 { -(smax as f32) / max_scale } else { 0.0 };
-    let d = round_f16(inv(iscale));
-    let sc: [i8; 16] = std::array::from_fn(|j| nearest_int(iscale * scales[j]).clamp(-smax, smax - 1) as i8);
+    let d = round_f16_away(signed_amax(&scales) / -(smax as f32));
+    let sc: [i8; 16] = std::array::from_fn(|j| nearest_int(scales[j] * inv(d)).clamp(-smax, smax - 1) as i8);
     let mut l = [0u8; QK_K];
     for (i, li) in l.iter_mut().enumerate() {
         let step = d * sc[i / 16] as f32;
@@ -273,7 +276,12 @@ fn q3_k(x: &[f32], y: &mut [u8]) {
         hm[i % 32] |= (v >> 2) << (i / 32);
     }
     pack_2bit(&l, &mut y[32..96]);
-    let s = &mut y[96..108];
+    pack_q3_k_scales(&sc, &mut y[96..108]);
+}
+
+/// Packs 16 signed 6-bit scales into Q3_K's 12 bytes (inverse of `q3_k_scales`): low nibbles
+/// of scales 0..8 then 8..16 in bytes 0..8, high bit pairs in bytes 8..12.
+fn pack_q3_k_scales(sc: &[i8; 16], s: &mut [u8]) {
     s.fill(0);
     for (j, &v) in sc.iter().enumerate() {
         let v = (v as i32 + 32) as u8;
@@ -296,5 +304,50 @@ fn q6_k(x: &[f32], y: &mut [u8]) {
     }
     for (j, &s) in sc.iter().enumerate() {
         y[192 + j] = s as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ggml::dequant::q3_k_scales;
+
+    #[test]
+    fn scale_min_k4_packing_round_trips_every_value() {
+        for j in 0..8 {
+            for v in 0..64u8 {
+                for w in 0..64u8 {
+                    // Position j gets (v, w); the others get values that set every bit.
+                    let sc: Vec<u8> = (0..8).map(|i| if i == j { v } else { 63 - i as u8 }).collect();
+                    let m: Vec<u8> = (0..8).map(|i| if i == j { w } else { 42 + i as u8 }).collect();
+                    let mut packed = [0u8; 12];
+                    pack_scale_min_k4(&sc, &m, &mut packed);
+                    for i in 0..8 {
+                        assert_eq!(scale_min_k4(i, &packed), (sc[i], m[i]), "j {j} v {v} w {w} i {i}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn q3_k_scale_packing_round_trips_every_value() {
+        for j in 0..16 {
+            for v in -32..32i8 {
+                let sc: [i8; 16] = std::array::from_fn(|i| if i == j { v } else { (i as i8 * 5) % 32 - (i as i8 % 3) * 10 });
+                let mut packed = [0u8; 12];
+                pack_q3_k_scales(&sc, &mut packed);
+                assert_eq!(q3_k_scales(&packed), sc, "j {j} v {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn rounding_away_never_shrinks() {
+        for v in [1e-7f32, 3.3e-6, 0.1, 1.0 / 3.0, 1000.1, -0.1, -1.0 / 3.0, 2.0] {
+            let r = round_f16_away(v);
+            assert!(r.abs() >= v.abs() && (r - v).abs() <= v.abs() * 2f32.powi(-10) + 2f32.powi(-24), "{v} -> {r}");
+            assert_eq!(f16::from_f32(r).to_f32(), r, "{r} is an f16");
+        }
     }
 }

@@ -39,7 +39,9 @@ use wasm_bindgen::prelude::*;
 
 /// A wgpu device and queue that wrap the host page's `GPUDevice` (the very same JS object).
 pub struct Adopted {
+    /// The host's `GPUDevice` as a wgpu device (`device.as_webgpu()` is the host's object).
     pub device: wgpu::Device,
+    /// The host device's `queue` as a wgpu queue.
     pub queue: wgpu::Queue,
     /// The host device's limits, as wgpu reports them (what the host requested, not the
     /// adapter's maximum).

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Browser tests of the web front door, in headless Chromium with WebGPU on SwiftShader:
+#   1. wasm-bindgen tests (tests/web.rs): cargo test --target wasm32-unknown-unknown --test web
+#      (the runner is wasm-bindgen-test-runner, from .cargo/config.toml; flags in webdriver.json)
+#   2. the npm page test (tests/page.test.mjs): builds and packs the package, installs the tarball
+#      in a temp dir and checks the reference logits from a plain module page.
+# Exits non-zero on any failure; the last line counts tests: "test-web: N passed, M failed ...".
+#
+#   scripts/test-web.sh            both
+#   scripts/test-web.sh --wasm     only 1
+#   scripts/test-web.sh --page     only 2
+# Needs scripts/setup.sh (wasm32 target, wasm-bindgen-cli 0.2.130, chromium, chromedriver, npm ci)
+# and ../shared (the reference models and logits, compiled into the tests).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
+export PATH="$CARGO_BIN:$PATH"
+export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-300}"
+export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
+export WASM_BINDGEN_TEST_WEBDRIVER_JSON="$ROOT/webdriver.json"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+
+run_wasm=1 run_page=1
+case "${1:-}" in
+    --wasm) run_page=0 ;;
+    --page) run_wasm=0 ;;
+    "") ;;
+    *) echo "usage: $0 [--wasm|--page]" >&2; exit 2 ;;
+esac
+
+START=$SECONDS
+LOG_DIR="$CARGO_TARGET_DIR/test-web"
+mkdir -p "$LOG_DIR"
+passed=0 failed=0 status=0 parts=()
+
+# The crate's binaries are native-only (clap, pollster); `cargo test` builds every binary
+# before integration tests. When they do not build for wasm32, run the test from a generated
+# manifest that has the library and tests/web.rs only (same sources, lockfile and target dir).
+manifest_dir="$ROOT"
+if ((run_wasm)) && ! nice cargo build -q --target wasm32-unknown-unknown --bins >"$LOG_DIR/bins.log" 2>&1; then
+    manifest_dir="$CARGO_TARGET_DIR/web-manifest"
+    mkdir -p "$manifest_dir"
+    cp "$ROOT/Cargo.lock" "$manifest_dir/Cargo.lock"
+    awk -v root="$ROOT" '
+        /^\[\[bin\]\]/ { skip = 1; next }
+        /^\[/ { skip = 0 }
+        skip { next }
+        /^\[package\]/ { print; print "autotests = false"; print "autoexamples = false"; print "autobenches = false"; next }
+        /^autobins/ { next }
+        /^\[lib\]/ { print; print "path = \"" root "/src/lib.rs\""; next }
+        { print }
+        END { print ""; print "[[test]]"; print "name = \"web\""; print "path = \"" root "/tests/web.rs\"" }
+    ' "$ROOT/Cargo.toml" | sed '/^\[package\]/a autobins = false' >"$manifest_dir/Cargo.toml.new"
+    cmp -s "$manifest_dir/Cargo.toml.new" "$manifest_dir/Cargo.toml" || mv "$manifest_dir/Cargo.toml.new" "$manifest_dir/Cargo.toml"
+    rm -f "$manifest_dir/Cargo.toml.new"
+    echo "[test-web] the binaries do not build for wasm32 (see $LOG_DIR/bins.log); testing through $manifest_dir/Cargo.toml"
+fi
+
+if ((run_wasm)); then
+    echo "[test-web] wasm-bindgen tests (tests/web.rs) in headless Chromium"
+    t0=$SECONDS
+    (cd "$manifest_dir" && nice cargo test --target wasm32-unknown-unknown --test web) 2>&1 | tee "$LOG_DIR/wasm.log"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E '^test result: ' "$LOG_DIR/wasm.log" | tail -n 1)
+    p=$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line"); f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")
+    p=${p:-0}; f=${f:-0}
+    if ((rc != 0 && f == 0)); then f=1; fi # build or runner failure
+    passed=$((passed + p)); failed=$((failed + f))
+    parts+=("wasm-bindgen $p passed/$f failed in $((SECONDS - t0)) s")
+    ((rc == 0)) || status=1
+fi
+
+if ((run_page)); then
+    echo "[test-web] page test (tests/page.test.mjs)"
+    t0=$SECONDS
+    node --test --test-reporter=spec tests/page.test.mjs 2>&1 | tee "$LOG_DIR/page.log"
+    rc=${PIPESTATUS[0]}
+    p=$(sed -nE 's/^[^a-z]*pass ([0-9]+).*/\1/p' "$LOG_DIR/page.log" | tail -n 1)
+    f=$(sed -nE 's/^[^a-z]*fail ([0-9]+).*/\1/p' "$LOG_DIR/page.log" | tail -n 1)
+    p=${p:-0}; f=${f:-0}
+    if ((rc != 0 && f == 0)); then f=1; fi
+    passed=$((passed + p)); failed=$((failed + f))
+    parts+=("page $p passed/$f failed in $((SECONDS - t0)) s")
+    ((rc == 0)) || status=1
+fi
+
+summary=$(IFS=';'; echo "${parts[*]}")
+echo "test-web: $passed passed, $failed failed (${summary//;/, }) in $((SECONDS - START)) s"
+exit $status

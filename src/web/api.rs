@@ -1,0 +1,564 @@
+//! The JavaScript API, the seed module's (`createLlama`, `Llama.config`, `Llama.forward`,
+//! `testMatvecQ8`) plus `Llama.dispose`, token decoding and `wasmMemoryBytes`. Argument checking
+//! and conversion only: the engine does the work.
+//!
+//! Errors reach JS as `Error` objects whose message is the engine's [`Error`] text (or names the
+//! bad argument). Promise-returning functions never throw synchronously: bad arguments reject.
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::adopt::adopt_device;
+use super::promise::{install, on_panic, spawn};
+use super::source::JsBytes;
+use crate::error::Error;
+use crate::gguf::Gguf;
+use crate::gpu::Gpu;
+use crate::llama::{Llama, LoadOptions};
+use crate::vocab::Vocab;
+use crate::weights::Progress;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** A loaded model's hyperparameters (the seed's fields first) and what loading it took. */
+export interface LlamaConfig {
+  /** Model width (llama.embedding_length). */
+  readonly d: number;
+  /** Transformer blocks (llama.block_count). */
+  readonly L: number;
+  /** Feed-forward width; the per-expert width for MoE models. */
+  readonly ff: number;
+  /** Query heads. */
+  readonly nh: number;
+  /** Key/value heads (GQA when fewer than nh). */
+  readonly nkv: number;
+  /** Head dimension. */
+  readonly hd: number;
+  /** KV-cache length in positions: forward(tokens, startPos) needs startPos + tokens.length <= ctx. */
+  readonly ctx: number;
+  /** Vocabulary size: token ids are 0 .. vocab-1 and forward returns vocab logits. */
+  readonly vocab: number;
+  /** RMSNorm epsilon. */
+  readonly eps: number;
+  /** RoPE base. */
+  readonly theta: number;
+  /** Experts per MoE layer (0 for dense models). */
+  readonly experts: number;
+  /** Experts used per token (0 for dense models). */
+  readonly topk: number;
+  /** GPU dispatches recorded per token. */
+  readonly dispatchesPerToken: number;
+  /** Bytes of weights held on the GPU. */
+  readonly weightBytesOnGpu: number;
+  /** Bytes of the model's tensors in the GGUF file. */
+  readonly fileTensorBytes: number;
+  /** Bytes of every GPU buffer the model made (weights, KV cache, activations). */
+  readonly gpuBytes: number;
+  /** RoPE dimensions per head. */
+  readonly nRot: number;
+  /** Trained context length (llama.context_length). */
+  readonly trainCtx: number;
+  /** True when the output head is the token embedding. */
+  readonly tiedOutput: boolean;
+  /** The device's maxStorageBufferBindingSize and maxBufferSize, in bytes, as the host requested them. */
+  readonly maxStorageBufferBindingSize: number;
+  readonly maxBufferSize: number;
+  /** The adapter, from GPUDevice.adapterInfo. */
+  readonly adapter: string;
+}
+
+/** Load progress, reported after each tensor is uploaded. */
+export interface LoadProgress {
+  /** Tensor bytes (as stored in the file) uploaded so far. */
+  bytesDone: number;
+  bytesTotal: number;
+  tensorsDone: number;
+  tensorsTotal: number;
+}
+
+/** Options for createLlama. */
+export interface LoadOptions {
+  /** KV-cache length in positions (default min(llama.context_length, 2048)). */
+  contextLength?: number;
+  /** Called synchronously after each tensor is uploaded; an exception thrown here fails the load. */
+  onProgress?: (progress: LoadProgress) => void;
+}
+
+/** testMatvecQ8's result: one weight matrix times x, three ways. */
+export interface MatvecQ8Result {
+  /** Rows (tensor dims[1] * dims[2] ...) and columns (dims[0]). */
+  rows: number;
+  cols: number;
+  /** The GPU f32 matvec kernel on the weights dequantised on the CPU. */
+  f32: Float32Array;
+  /** The engine's Q8_0 matvec kernel on the weights kept quantised. */
+  q8: Float32Array;
+  /** CPU reference: dequantised f32 weights times x, summed in f64. */
+  ref: Float64Array;
+}
+"#;
+
+/// Describes a JS value for an error message: `the string "3"`, `1.5`, `NaN`, `undefined`, `a
+/// Uint8Array` ...
+pub(crate) fn describe(v: &JsValue) -> String {
+    if let Some(s) = v.as_string() {
+        return format!("the string {s:?}");
+    }
+    if v.is_undefined() {
+        return "undefined".into();
+    }
+    if v.is_null() {
+        return "null".into();
+    }
+    if let Some(x) = v.as_f64() {
+        return js_number(x);
+    }
+    if let Some(b) = v.as_bool() {
+        return b.to_string();
+    }
+    if v.is_bigint() {
+        return format!("the BigInt {}", String::from(js_sys::JsString::from(v.clone())));
+    }
+    if v.is_function() {
+        return "a function".into();
+    }
+    if js_sys::Array::is_array(v) {
+        return "an array".into();
+    }
+    let name = js_sys::Reflect::get(v, &"constructor".into())
+        .ok()
+        .and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok())
+        .and_then(|n| n.as_string())
+        .filter(|n| !n.is_empty());
+    match name {
+        Some(n) => format!("a {n}"),
+        None => "an object".into(),
+    }
+}
+
+fn js_number(x: f64) -> String {
+    if x.is_nan() {
+        "NaN".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+    } else {
+        format!("{x}")
+    }
+}
+
+fn js_error(e: Error) -> JsValue {
+    js_sys::Error::new(&e.to_string()).into()
+}
+
+fn get(target: &JsValue, key: &str) -> JsValue {
+    js_sys::Reflect::get(target, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn object(entries: &[(&str, JsValue)]) -> JsValue {
+    let o = js_sys::Object::new();
+    for (k, v) in entries {
+        let _ = js_sys::Reflect::set(&o, &JsValue::from_str(k), v);
+    }
+    o.into()
+}
+
+/// A token list from JS: an array or typed array of integer numbers `0 <= id < vocab`.
+fn tokens_from_js(v: &JsValue, vocab: u32) -> Result<Vec<u32>, Error> {
+    let array_like = js_sys::Array::is_array(v) || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
+    if !array_like {
+        return Err(Error::Input(format!("tokens must be an array (or typed array) of token ids, got {}", describe(v))));
+    }
+    let n = get(v, "length").as_f64().unwrap_or(0.0) as u32;
+    if n == 0 {
+        return Err(Error::Input("tokens must be a non-empty list of token ids".into()));
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let t = js_sys::Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
+        let Some(x) = t.as_f64() else {
+            return Err(Error::Input(format!("token at index {i} is {}, not a number: token ids are integers 0 .. {}", describe(&t), vocab - 1)));
+        };
+        if !x.is_finite() || x.fract() != 0.0 || x < 0.0 {
+            return Err(Error::Input(format!("token at index {i} is {}: token ids are integers 0 .. {}", js_number(x), vocab - 1)));
+        }
+        if x >= vocab as f64 {
+            return Err(Error::Input(format!("token id {} at index {i} is out of range (vocab {vocab})", js_number(x))));
+        }
+        out.push(x as u32);
+    }
+    Ok(out)
+}
+
+/// `startPos`: an integer number `0 <= p < 2^32`.
+fn position_from_js(v: &JsValue) -> Result<u32, Error> {
+    match v.as_f64() {
+        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
+        _ => Err(Error::Input(format!("startPos must be a non-negative integer, got {}", describe(v)))),
+    }
+}
+
+struct Options {
+    ctx: Option<u32>,
+    on_progress: Option<js_sys::Function>,
+}
+
+fn options_from_js(v: Option<JsValue>) -> Result<Options, Error> {
+    let mut o = Options { ctx: None, on_progress: None };
+    let Some(v) = v.filter(|v| !v.is_undefined() && !v.is_null()) else { return Ok(o) };
+    if !v.is_object() || v.is_function() {
+        return Err(Error::Input(format!("options must be an object, got {}", describe(&v))));
+    }
+    let ctx = get(&v, "contextLength");
+    if !ctx.is_undefined() {
+        match ctx.as_f64() {
+            Some(x) if x.fract() == 0.0 && x >= 1.0 && x <= u32::MAX as f64 => o.ctx = Some(x as u32),
+            _ => return Err(Error::Input(format!("options.contextLength must be a positive integer, got {}", describe(&ctx)))),
+        }
+    }
+    let cb = get(&v, "onProgress");
+    if !cb.is_undefined() {
+        match cb.dyn_into::<js_sys::Function>() {
+            Ok(f) => o.on_progress = Some(f),
+            Err(cb) => return Err(Error::Input(format!("options.onProgress must be a function, got {}", describe(&cb)))),
+        }
+    }
+    Ok(o)
+}
+
+/// The host's device as a [`Gpu`]. Fails when it is not a `GPUDevice` or is already lost (work
+/// on a lost device silently does nothing, so loading would "succeed" with a dead model).
+async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
+    let lost = get(device, "lost");
+    if lost.is_instance_of::<js_sys::Promise>() {
+        // `lost` wins the race only if it has already resolved.
+        let race = js_sys::Promise::race(&js_sys::Array::of2(&lost, &js_sys::Promise::resolve(&JsValue::NULL)));
+        if let Ok(info) = wasm_bindgen_futures::JsFuture::from(race).await {
+            if !info.is_null() && !info.is_undefined() {
+                let text = |k: &str| get(&info, k).as_string().unwrap_or_default();
+                return Err(Error::Gpu(format!("the GPUDevice was lost ({}: {})", text("reason"), text("message"))));
+            }
+        }
+    }
+    let a = adopt_device(device).await.map_err(Error::Input)?;
+    Ok(Gpu::from_device(a.device, a.queue, a.adapter_info, false))
+}
+
+fn gpu_error(e: wgpu::Error) -> Error {
+    Error::Gpu(e.to_string())
+}
+
+struct State {
+    llama: Llama,
+    config: JsValue,
+    vocab: Option<Vocab>,
+}
+
+/// A model loaded on the host's GPUDevice (JS class `Llama`, made by `createLlama`).
+#[wasm_bindgen(js_name = Llama)]
+pub struct WebLlama {
+    state: Rc<State>,
+}
+
+/// Loads a llama GGUF onto the host page's `GPUDevice` (JS: `createLlama(device, arrayBuffer,
+/// options?) -> Promise<Llama>`).
+///
+/// * `device`: the host's `GPUDevice`, used as is (wgpu adopts that very object; checked with
+///   `Object.is`) with the limits and features the host requested. Never destroyed.
+/// * `gguf`: the file as an `ArrayBuffer` (or a typed array over one). Tensor bytes are copied from
+///   it straight to GPU buffers; the caller may drop it once the promise resolves.
+/// * `options`: `{ contextLength?: number, onProgress?: ({bytesDone, bytesTotal, tensorsDone,
+///   tensorsTotal}) => void }`.
+///
+/// Rejects with an `Error` naming the problem: not a GGUF, truncated, "WebGPU path: llama GGUFs
+/// only", unsupported tensor type, "WebGPU path: at most 256 experts, top-16", a tensor larger
+/// than the device's `maxStorageBufferBindingSize` (naming the tensor, its size, the limit and the
+/// limit to request), not a `GPUDevice`, GPU validation or out-of-memory errors.
+#[wasm_bindgen(js_name = createLlama, unchecked_return_type = "Promise<Llama>")]
+pub fn create_llama(
+    #[wasm_bindgen(unchecked_param_type = "GPUDevice")] device: JsValue,
+    #[wasm_bindgen(js_name = arrayBuffer, unchecked_param_type = "ArrayBuffer | ArrayBufferView")] gguf: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "LoadOptions")] options: Option<JsValue>,
+) -> js_sys::Promise {
+    install();
+    spawn(async move { create(device, gguf, options).await.map(JsValue::from) })
+}
+
+async fn create(device: JsValue, gguf: JsValue, options: Option<JsValue>) -> Result<WebLlama, JsValue> {
+    let opts = options_from_js(options).map_err(js_error)?;
+    let src = JsBytes::from_js(&gguf).map_err(js_error)?;
+    let g = Gguf::parse(&src).map_err(js_error)?;
+    let gpu = adopt(&device).await.map_err(js_error)?;
+    let vocab = Vocab::from_gguf(&g);
+
+    let mut callback_error: Option<JsValue> = None;
+    let mut report = |p: &Progress| {
+        if let (Some(f), None) = (&opts.on_progress, &callback_error) {
+            let arg = object(&[
+                ("bytesDone", (p.bytes_done as f64).into()),
+                ("bytesTotal", (p.bytes_total as f64).into()),
+                ("tensorsDone", p.tensors_done.into()),
+                ("tensorsTotal", p.tensors_total.into()),
+            ]);
+            if let Err(e) = f.call1(&JsValue::NULL, &arg) {
+                callback_error = Some(e);
+            }
+        }
+    };
+    // Error scopes (never the host's uncaptured-error handler) catch what the device rejects.
+    // Loading is synchronous, so no other code can push or pop scopes in between.
+    let oom = gpu.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let loaded = Llama::load(&gpu, &g, &src, LoadOptions { ctx: opts.ctx, progress: Some(&mut report) });
+    let validation = validation.pop();
+    let oom = oom.pop();
+    drop(g);
+    let llama = loaded.map_err(js_error)?;
+    let failure = match (validation.await, oom.await) {
+        (Some(e), _) | (None, Some(e)) => Some(js_error(gpu_error(e))),
+        (None, None) => callback_error,
+    };
+    if let Some(e) = failure {
+        llama.dispose();
+        return Err(e);
+    }
+
+    let c = &llama.config;
+    let limits = gpu.limits();
+    let (weight_gpu, weight_file) = llama.weight_bytes();
+    let config = object(&[
+        ("d", c.d.into()),
+        ("L", c.n_layers.into()),
+        ("ff", c.ff.into()),
+        ("nh", c.n_heads.into()),
+        ("nkv", c.n_kv_heads.into()),
+        ("hd", c.head_dim.into()),
+        ("ctx", c.ctx.into()),
+        ("vocab", c.vocab.into()),
+        ("eps", (c.eps as f64).into()),
+        ("theta", (c.theta as f64).into()),
+        ("experts", c.experts.into()),
+        ("topk", c.topk.into()),
+        ("dispatchesPerToken", (llama.dispatches_per_token() as f64).into()),
+        ("weightBytesOnGpu", (weight_gpu as f64).into()),
+        ("fileTensorBytes", (weight_file as f64).into()),
+        ("gpuBytes", (llama.gpu_bytes() as f64).into()),
+        ("nRot", c.n_rot.into()),
+        ("trainCtx", c.train_ctx.into()),
+        ("tiedOutput", c.tied_output.into()),
+        ("maxStorageBufferBindingSize", (limits.max_storage_buffer_binding_size as f64).into()),
+        ("maxBufferSize", (limits.max_buffer_size as f64).into()),
+        ("adapter", gpu.adapter_info.as_str().into()),
+    ]);
+    js_sys::Object::freeze(config.unchecked_ref::<js_sys::Object>());
+    let state = Rc::new(State { llama, config, vocab });
+    track(&state);
+    Ok(WebLlama { state })
+}
+
+thread_local! {
+    /// Every model not yet dropped, so that a panic can free their GPU buffers.
+    static LIVE: RefCell<Vec<Weak<State>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn track(state: &Rc<State>) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        on_panic(Box::new(|| {
+            let _ = LIVE.try_with(|live| {
+                if let Ok(live) = live.try_borrow() {
+                    live.iter().filter_map(Weak::upgrade).for_each(|s| s.llama.dispose());
+                }
+            });
+        }))
+    });
+    LIVE.with(|live| {
+        let mut live = live.borrow_mut();
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Rc::downgrade(state));
+    });
+}
+
+#[wasm_bindgen(js_class = Llama)]
+impl WebLlama {
+    /// The model's hyperparameters and load figures (a frozen object, the same one each time).
+    #[wasm_bindgen(getter, unchecked_return_type = "LlamaConfig")]
+    pub fn config(&self) -> JsValue {
+        self.state.config.clone()
+    }
+
+    /// Runs `tokens` at positions `startPos, startPos + 1, ...` and resolves to the `vocab`
+    /// next-token logits after the last one (a `Float32Array`). Positions before `startPos` must
+    /// already be in the KV cache (from earlier calls); running from an earlier position
+    /// overwrites the cache from there.
+    ///
+    /// The work is queued on the GPU before this returns, so calls issued without awaiting are
+    /// served in order, each with its own result.
+    ///
+    /// Rejects (never throws) with an `Error` for: tokens not an array/typed array, empty, an id
+    /// that is not an integer number or is `>= vocab`; `startPos` not a non-negative integer;
+    /// "past the context" when `startPos + tokens.length > config.ctx`; use after `dispose()`;
+    /// a GPU error.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array>")]
+    pub fn forward(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] tokens: JsValue,
+        #[wasm_bindgen(js_name = startPos, unchecked_param_type = "number")] start_pos: JsValue,
+    ) -> js_sys::Promise {
+        install();
+        let state = self.state.clone();
+        let submitted = (|| {
+            if state.llama.is_disposed() {
+                return Err(Error::Disposed);
+            }
+            let tokens = tokens_from_js(&tokens, state.llama.config.vocab)?;
+            let pos = position_from_js(&start_pos)?;
+            state.llama.validate(&tokens, pos)?;
+            // Synchronous: push, submit, pop. No await inside the scope.
+            let scope = state.llama.gpu().device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let readback = state.llama.submit(&tokens, pos);
+            let popped = scope.pop();
+            Ok((readback?, popped))
+        })();
+        spawn(async move {
+            let (readback, popped) = submitted.map_err(js_error)?;
+            let checked = match popped.await {
+                Some(e) => Err(gpu_error(e)),
+                None => state.llama.gpu().map_read(&readback).await,
+            };
+            readback.destroy();
+            let bytes = checked.map_err(js_error)?;
+            let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
+            Ok(js_sys::Float32Array::from(logits.as_slice()).into())
+        })
+    }
+
+    /// Frees every GPU buffer the model made (never the host's device). Idempotent; afterwards
+    /// `forward` rejects with "use after dispose()". Forwards already issued still resolve.
+    pub fn dispose(&self) {
+        self.state.llama.dispose();
+    }
+
+    /// Whether `dispose()` was called.
+    #[wasm_bindgen(getter)]
+    pub fn disposed(&self) -> bool {
+        self.state.llama.is_disposed()
+    }
+
+    /// The bytes of token `id` as the GGUF's token list spells it (SentencePiece `▁` -> space,
+    /// `<0xNN>` -> that byte, GPT-2 byte-level pieces -> their bytes); empty for an unknown id or a
+    /// file without `tokenizer.ggml.tokens`. Feed them to a streaming `TextDecoder`.
+    #[wasm_bindgen(js_name = tokenBytes)]
+    pub fn token_bytes(&self, id: u32) -> Vec<u8> {
+        self.state.vocab.as_ref().map(|v| v.bytes(id)).unwrap_or_default()
+    }
+
+    /// The text of a token sequence (invalid UTF-8 replaced by U+FFFD). Throws an `Error` for a
+    /// bad token list, as `forward` rejects.
+    pub fn decode(&self, #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] tokens: JsValue) -> Result<String, JsValue> {
+        install();
+        let ids = tokens_from_js(&tokens, self.state.llama.config.vocab).map_err(js_error)?;
+        Ok(self.state.vocab.as_ref().map(|v| v.decode(&ids)).unwrap_or_default())
+    }
+}
+
+impl Drop for WebLlama {
+    /// `free()` (or garbage collection with weak refs) also frees the GPU buffers.
+    fn drop(&mut self) {
+        self.state.llama.dispose();
+    }
+}
+
+/// The seed's test hook (JS: `testMatvecQ8(device, arrayBuffer, name, x) -> Promise<{rows, cols,
+/// f32, q8, ref}>`): Q8_0 tensor `name` (`cols = dims[0]`, `rows` the other dims) times `x`
+/// (`cols` numbers) through the GPU f32 matvec on the CPU-dequantised weights (`f32`), through the
+/// engine's Q8_0 matvec on the weights kept quantised (`q8`), and on the CPU in f64 (`ref`, a
+/// `Float64Array`). GPU buffers made here are destroyed before it resolves.
+///
+/// Rejects with an `Error` when the tensor is missing or not Q8_0, `x` has the wrong length or
+/// non-numbers, or the arguments are not a device / ArrayBuffer / string.
+#[wasm_bindgen(js_name = testMatvecQ8, unchecked_return_type = "Promise<MatvecQ8Result>")]
+pub fn test_matvec_q8(
+    #[wasm_bindgen(unchecked_param_type = "GPUDevice")] device: JsValue,
+    #[wasm_bindgen(js_name = arrayBuffer, unchecked_param_type = "ArrayBuffer | ArrayBufferView")] gguf: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] x: JsValue,
+) -> js_sys::Promise {
+    install();
+    spawn(async move { matvec_q8(device, gguf, name, x).await.map_err(js_error) })
+}
+
+async fn matvec_q8(device: JsValue, gguf: JsValue, name: JsValue, x: JsValue) -> Result<JsValue, Error> {
+    let name = name.as_string().ok_or_else(|| Error::Input(format!("name must be a tensor name string, got {}", describe(&name))))?;
+    let src = JsBytes::from_js(&gguf)?;
+    let g = Gguf::parse(&src)?;
+    let t = g.tensor(&name).ok_or_else(|| Error::MissingTensor(name.clone()))?;
+    if t.ggml_type != crate::ggml::GgmlType::Q8_0 {
+        return Err(Error::Input(format!("testMatvecQ8: tensor {name} is {}, not Q8_0", t.ggml_type.name())));
+    }
+    let (rows, cols) = crate::probe::shape(&g, &name)?;
+    let xs = floats_from_js(&x, cols)?;
+    let gpu = adopt(&device).await?;
+    let f32s = crate::probe::matvec(&gpu, &g, &src, &name, &xs, false).await?;
+    let q8s = crate::probe::matvec(&gpu, &g, &src, &name, &xs, true).await?;
+    let reference = crate::probe::reference(&g, &src, &name, &xs)?;
+    Ok(object(&[
+        ("rows", rows.into()),
+        ("cols", cols.into()),
+        ("f32", js_sys::Float32Array::from(f32s.as_slice()).into()),
+        ("q8", js_sys::Float32Array::from(q8s.as_slice()).into()),
+        ("ref", js_sys::Float64Array::from(reference.as_slice()).into()),
+    ]))
+}
+
+/// `cols` finite numbers from an array or typed array, as f32.
+fn floats_from_js(v: &JsValue, cols: u32) -> Result<Vec<f32>, Error> {
+    let array_like = js_sys::Array::is_array(v) || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
+    if !array_like {
+        return Err(Error::Input(format!("x must be an array or Float32Array of {cols} numbers, got {}", describe(v))));
+    }
+    let n = get(v, "length").as_f64().unwrap_or(0.0) as u32;
+    if n != cols {
+        return Err(Error::Input(format!("x has {n} values but the tensor has {cols} columns")));
+    }
+    (0..n)
+        .map(|i| {
+            let e = js_sys::Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
+            e.as_f64()
+                .filter(|f| f.is_finite())
+                .map(|f| f as f32)
+                .ok_or_else(|| Error::Input(format!("x[{i}] is {}, not a finite number", describe(&e))))
+        })
+        .collect()
+}
+
+/// Bytes of this module's wasm linear memory (`WebAssembly.Memory.buffer.byteLength`). It grows
+/// but never shrinks, so after a load it shows the load's peak.
+#[wasm_bindgen(js_name = wasmMemoryBytes)]
+pub fn wasm_memory_bytes() -> f64 {
+    get(&get(&wasm_bindgen::memory(), "buffer"), "byteLength").as_f64().unwrap_or(0.0)
+}
+
+/// Panics with `message` (tests of the panic handling only).
+#[doc(hidden)]
+#[wasm_bindgen(js_name = __testPanic, skip_typescript)]
+pub fn test_panic(message: String) {
+    install();
+    panic!("{message}");
+}
+
+/// A promise whose future panics with `message` after one turn of the event loop (tests only).
+#[doc(hidden)]
+#[wasm_bindgen(js_name = __testPanicAsync, skip_typescript)]
+pub fn test_panic_async(message: String) -> js_sys::Promise {
+    install();
+    spawn(async move {
+        let _ = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
+        if !message.is_empty() {
+            panic!("{message}");
+        }
+        Ok(JsValue::UNDEFINED)
+    })
+}

@@ -1,0 +1,348 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! The stored-format weight kernels, one GGML type at a time, against the CPU dequantiser
+//! (`ggml::dequantize`, a transcription of ggml's `dequantize_row_*`) and an f64 dot product:
+//! `matvec` on odd row counts (1, 3, 67) and 1 to 3 blocks per row (256-wide blocks for the
+//! K-quants) plus a wide row, with every workgroup shape (1 to 64 threads per row), rows split
+//! across bindings so that parts start at byte offsets that are not
+//! multiples of 4 in the file, tensors at odd source offsets and at the very end of the source;
+//! the `embed` gather; the MoE kernels `matvec_exp` and `moe_down` over expert stacks, whole and
+//! split by experts. Blocks are random bytes with sane f16 scales, so every bit pattern of the
+//! quants occurs. Also: weights on the GPU stay within 10% of the file's tensor bytes.
+
+mod common;
+
+use common::*;
+use pollster::block_on;
+use webgpu_llama::ggml::{self, GgmlType};
+use webgpu_llama::synth::{model, Scheme, Shape};
+use webgpu_llama::gpu::threads_per_row;
+use webgpu_llama::weights::per_binding;
+use webgpu_llama::{oneshot, Gguf, Gpu, Llama, LoadOptions};
+
+/// xorshift64*: deterministic noise.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [-1, 1).
+    fn uniform(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+/// Byte offsets of the f16 scale fields (d, m, dmin) in a block of `ty` (ggml-common.h).
+fn f16_fields(ty: GgmlType) -> &'static [usize] {
+    use GgmlType::*;
+    match ty {
+        Q4_0 | Q5_0 | Q8_0 => &[0],
+        Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
+        Q2_K => &[80, 82],
+        Q3_K => &[108],
+        Q6_K => &[208],
+        F32 | F16 | BF16 => &[],
+    }
+}
+
+/// `n` weights of type `ty`: random floats in [-1, 1) for the float types; for block types random
+/// bytes (every quant and scale bit pattern) with each f16 scale field set to a random value of
+/// magnitude 2^-8 to 2^-6 and random sign (never NaN, infinite or subnormal).
+fn random_weights(ty: GgmlType, n: u64, rng: &mut Rng) -> Vec<u8> {
+    match ty {
+        GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => {
+            let vals: Vec<f32> = (0..n).map(|_| rng.uniform()).collect();
+            ggml::quantize(ty, &vals).unwrap()
+        }
+        _ => {
+            let mut bytes: Vec<u8> = (0..ty.tensor_bytes(n).unwrap()).map(|_| rng.next() as u8).collect();
+            for block in bytes.chunks_exact_mut(ty.block_bytes() as usize) {
+                for &at in f16_fields(ty) {
+                    let v = (0.25 + 0.75 * rng.uniform().abs()) * 2f32.powi(-6) * if rng.next() & 1 == 1 { -1.0 } else { 1.0 };
+                    block[at..at + 2].copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
+                }
+            }
+            bytes
+        }
+    }
+}
+
+/// The CPU reference: `W` dequantised exactly as ggml, `(sum_c w x, sum_c |w x|)` in f64 per row.
+fn reference(ty: GgmlType, bytes: &[u8], rows: u32, cols: u32, x: &[f32]) -> Vec<(f64, f64)> {
+    let mut w = vec![0f32; rows as usize * cols as usize];
+    ggml::dequantize(ty, bytes, &mut w).unwrap();
+    w.chunks_exact(cols as usize)
+        .map(|row| {
+            let dot = row.iter().zip(x).map(|(&a, &b)| a as f64 * b as f64).sum();
+            let mag = row.iter().zip(x).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
+            (dot, mag)
+        })
+        .collect()
+}
+
+/// `got` agrees with the f64 reference to f32 rounding: within 1e-5 of the sum of |products|
+/// per row (one mis-decoded weight moves a row by about 1/cols of it, far more).
+fn assert_rows(what: &str, got: &[f32], want: &[(f64, f64)]) {
+    assert_eq!(got.len(), want.len(), "{what}: output length");
+    for (r, (&g, &(w, mag))) in got.iter().zip(want).enumerate() {
+        let err = (g as f64 - w).abs();
+        assert!(err <= 1e-5 * mag + 1e-30, "{what}: row {r}: GPU {g} vs CPU {w} (|err| {err:.3e}, sum |w x| {mag:.3e})");
+    }
+}
+
+/// Column counts to test for `ty`: 1 to 3 blocks (and, for the float types whose block is one
+/// weight, widths that leave a remainder after the kernel's work units), plus a wide row.
+fn widths(ty: GgmlType) -> Vec<u32> {
+    match ty.block_size() {
+        1 => vec![1, 2, 3, 37, 64, 67, 2051],
+        b => vec![b as u32, 2 * b as u32, 3 * b as u32, if b == 32 { 32 * 81 } else { 256 * 11 }],
+    }
+}
+
+/// A source holding `bytes` at byte `lead` (odd offsets included) and `trail` bytes after it.
+fn placed(bytes: &[u8], lead: usize, trail: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut src: Vec<u8> = (0..lead).map(|_| rng.next() as u8).collect();
+    src.extend_from_slice(bytes);
+    src.extend((0..trail).map(|_| rng.next() as u8));
+    src
+}
+
+fn check_matvec(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, lead: usize, trail: usize, rng: &mut Rng) {
+    let w = random_weights(ty, rows as u64 * cols as u64, rng);
+    let x: Vec<f32> = (0..cols).map(|_| rng.uniform()).collect();
+    let src = placed(&w, lead, trail, rng);
+    let got = block_on(oneshot::matvec(gpu, &src, ty, lead as u64, rows, cols, &x)).unwrap();
+    let shape = format!("binding {}, {} threads per row", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols));
+    assert_rows(&format!("{ty} matvec {rows}x{cols} at +{lead} ({shape})"), &got, &reference(ty, &w, rows, cols, &x));
+}
+
+fn check_embed(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, rng: &mut Rng) {
+    let w = random_weights(ty, rows as u64 * cols as u64, rng);
+    let src = placed(&w, 2, 0, rng);
+    let mut all = vec![0f32; rows as usize * cols as usize];
+    ggml::dequantize(ty, &w, &mut all).unwrap();
+    for token in [0, rows / 2, rows - 1] {
+        let got = block_on(oneshot::embed(gpu, &src, ty, 2, rows, cols, token)).unwrap();
+        let want = &all[(token * cols) as usize..((token + 1) * cols) as usize];
+        for (i, (&g, &e)) in got.iter().zip(want).enumerate() {
+            // Exactly ggml's value; 1 ulp of slack where the GPU may fuse q * d + m into an fma.
+            let ok = g == e || (g - e).abs() <= e.abs() * 2.4e-7;
+            assert!(ok, "{ty} embed {rows}x{cols} token {token} element {i}: GPU {g} vs CPU {e}");
+        }
+    }
+}
+
+fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, rng: &mut Rng) {
+    let per = rows as u64 * cols as u64;
+    let w = random_weights(ty, experts as u64 * per, rng);
+    let src = placed(&w, 6, 0, rng);
+    let eb = ty.tensor_bytes(per).unwrap() as usize;
+    let sel = [experts - 1, 0, experts / 2];
+    let what = format!("{ty} {experts} experts {rows}x{cols} (binding {}, {} threads per row)", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols));
+
+    let x: Vec<f32> = (0..cols).map(|_| rng.uniform()).collect();
+    let got = block_on(oneshot::matvec_exp(gpu, &src, ty, 6, experts, rows, cols, &sel, &x)).unwrap();
+    let want: Vec<(f64, f64)> = sel.iter().flat_map(|&e| reference(ty, &w[e as usize * eb..(e as usize + 1) * eb], rows, cols, &x)).collect();
+    assert_rows(&format!("{what} matvec_exp"), &got, &want);
+
+    let h: Vec<f32> = (0..sel.len() as u32 * cols).map(|_| rng.uniform()).collect();
+    let gate: Vec<f32> = (0..sel.len()).map(|_| rng.uniform().abs()).collect();
+    let y0: Vec<f32> = (0..rows).map(|_| rng.uniform()).collect();
+    let got = block_on(oneshot::moe_down(gpu, &src, ty, 6, experts, rows, cols, &sel, &gate, &h, &y0)).unwrap();
+    let mut want: Vec<(f64, f64)> = y0.iter().map(|&v| (v as f64, v.abs() as f64)).collect();
+    for (j, &e) in sel.iter().enumerate() {
+        let hj = &h[j * cols as usize..(j + 1) * cols as usize];
+        let part = reference(ty, &w[e as usize * eb..(e as usize + 1) * eb], rows, cols, hj);
+        for (acc, (dot, mag)) in want.iter_mut().zip(part) {
+            acc.0 += gate[j] as f64 * dot;
+            acc.1 += gate[j] as f64 * mag;
+        }
+    }
+    assert_rows(&format!("{what} moe_down"), &got, &want);
+}
+
+/// Forced threads-per-row shapes cycled through the checks (1 is the CPU policy's).
+const TPRS: [u32; 6] = [2, 4, 8, 16, 32, 64];
+
+/// `base` with the workgroup shape of variant `v`: 0 the GPU policy (coalescing, 4 to 64 threads
+/// per row by width), 1 the CPU policy (a row per thread), 2 a forced shape cycling through
+/// [`TPRS`] with `i`; and, with `cap`, a binding cap.
+fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
+    let mut g = base.clone();
+    match v {
+        0 => g.set_cpu(false),
+        1 => g.set_cpu(true),
+        _ => g.set_threads_per_row(Some(TPRS[i % TPRS.len()])),
+    }
+    if let Some(c) = cap {
+        g.cap_binding(c);
+    }
+    g
+}
+
+/// Every check for one type, with each workgroup shape, on the device's own binding limit and on
+/// caps that split matrices into parts of 3 rows (2 for the wide rows; parts of odd byte counts
+/// start at unaligned offsets of the file) and stacks into single experts.
+fn check_format(ty: GgmlType) {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ty as u64);
+    let base = gpu(false);
+    let mut i = 0;
+    for cols in widths(ty) {
+        let row_bytes = ty.tensor_bytes(cols as u64).unwrap();
+        let rows_list: &[u32] = if cols > 1024 { &[1, 5] } else { &[1, 3, 67] };
+        let per_part = if cols > 1024 { 2 } else { 3 };
+        let cap = per_part * row_bytes + 19;
+        assert_eq!(per_binding(cap, row_bytes), per_part);
+        for &rows in rows_list {
+            for v in 0..3 {
+                i += (v == 2) as usize;
+                check_matvec(&shaped(&base, v, i, None), ty, rows, cols, [0, 3, 1][v], [0, 1, 0][v], &mut rng);
+                check_matvec(&shaped(&base, v, i, Some(cap)), ty, rows, cols, [1, 2, 0][v], [0, 5, 0][v], &mut rng);
+            }
+        }
+        assert_eq!(per_binding(3 * row_bytes + 19, row_bytes), 3);
+        check_embed(&base, ty, 67, cols, &mut rng);
+        check_embed(&shaped(&base, 1, 0, Some(3 * row_bytes + 19)), ty, 67, cols, &mut rng);
+        if cols <= 1024 {
+            assert_eq!(per_binding(7 * row_bytes + 19, 7 * row_bytes), 1, "one expert per part");
+            for v in 0..3 {
+                i += (v == 2) as usize;
+                check_experts(&shaped(&base, v, i, None), ty, 5, 67, cols, &mut rng);
+                check_experts(&shaped(&base, v, i, Some(7 * row_bytes + 19)), ty, 5, 7, cols, &mut rng);
+            }
+        }
+    }
+}
+
+macro_rules! format_tests {
+    ($($name:ident => $ty:ident),* $(,)?) => { $( #[test] fn $name() { check_format(GgmlType::$ty); } )* };
+}
+
+format_tests! {
+    f32_kernels => F32,
+    f16_kernels => F16,
+    bf16_kernels => BF16,
+    q4_0_kernels => Q4_0,
+    q4_1_kernels => Q4_1,
+    q5_0_kernels => Q5_0,
+    q5_1_kernels => Q5_1,
+    q8_0_kernels => Q8_0,
+    q2_k_kernels => Q2_K,
+    q3_k_kernels => Q3_K,
+    q4_k_kernels => Q4_K,
+    q5_k_kernels => Q5_K,
+    q6_k_kernels => Q6_K,
+}
+
+/// Every supported type has a test above.
+#[test]
+fn every_type_is_tested() {
+    let src = include_str!("formats.rs");
+    for ty in GgmlType::ALL {
+        assert!(src.contains(&format!("=> {ty:?},")), "{ty} has no kernel test");
+    }
+}
+
+/// `(gpu, file)` weight bytes of a loaded model.
+fn weight_bytes(bytes: &Vec<u8>) -> (u64, u64) {
+    let gpu = gpu(false);
+    let llama = load(&gpu, bytes, Some(16));
+    let wb = llama.weight_bytes();
+    llama.dispose();
+    wb
+}
+
+fn assert_within_10_percent(name: &str, (on_gpu, in_file): (u64, u64)) {
+    println!("{name}: weights on GPU: {on_gpu} bytes (file tensors: {in_file} bytes), ratio {:.4}", on_gpu as f64 / in_file as f64);
+    assert!(in_file > 0, "{name}: no tensor bytes");
+    assert!(on_gpu * 10 <= in_file * 11, "{name}: {on_gpu} bytes of weights on the GPU for {in_file} bytes in the file (> 110%)");
+}
+
+#[test]
+fn weights_within_10_percent_of_file_shared_models() {
+    let dir = shared().join("models");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "gguf")).collect();
+    names.sort();
+    assert!(names.len() >= 10, "expected the shared models in {}", dir.display());
+    names.push(model_path("SmolLM2-135M-Instruct.Q4_1.gguf"));
+    for p in names {
+        let bytes = std::fs::read(&p).unwrap();
+        assert_within_10_percent(&p.file_name().unwrap().to_string_lossy(), weight_bytes(&bytes));
+    }
+}
+
+#[test]
+fn weights_within_10_percent_of_file_synthetic() {
+    let dense = Shape::dense(256, 2, 4, 2, 768, 1000);
+    assert_within_10_percent("synthetic Q4_K_M", weight_bytes(&model(&dense, Scheme::Q4KM, 3).unwrap().to_bytes()));
+    let moe = Shape { experts: 4, topk: 2, ..Shape::dense(256, 2, 4, 2, 512, 300) };
+    assert_within_10_percent("synthetic MoE Q4_K_M", weight_bytes(&model(&moe, Scheme::Q4KM, 3).unwrap().to_bytes()));
+    assert_within_10_percent("synthetic MoE Q8_0", weight_bytes(&model(&moe, Scheme::All(GgmlType::Q8_0), 3).unwrap().to_bytes()));
+    // Tied output: the embedding's buffers serve as the output head (not uploaded twice).
+    let tied = Shape { tied: true, ..Shape::dense(256, 1, 4, 2, 512, 2000) };
+    assert_within_10_percent("synthetic tied Q6_K", weight_bytes(&model(&tied, Scheme::All(GgmlType::Q6_K), 3).unwrap().to_bytes()));
+}
+
+/// A model whose tensors exceed the (capped) binding loads in parts and stays within the bound.
+#[test]
+fn split_model_stays_compact() {
+    let shape = Shape::dense(256, 1, 4, 2, 512, 3000);
+    let bytes = model(&shape, Scheme::Q4KM, 5).unwrap().to_bytes();
+    let mut gpu = gpu(false);
+    gpu.cap_binding(20000);
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(8), progress: None }).unwrap();
+    assert_within_10_percent("split Q4_K_M", llama.weight_bytes());
+    assert!(llama.dispatches_per_token() > 40, "the 3000-row head should be split into many parts");
+}
+
+/// Not a check: matvec time per format on this adapter (`cargo test --release --test formats
+/// bench -- --ignored --nocapture`), for tuning the kernels: SmolLM2-135M's shapes (1536 x 576,
+/// 576 x 1536), 2048 x 2048, Llama-3.2-1B's FFN (8192 x 2048, 2048 x 8192) and a 32000-row head;
+/// `BENCH_TPRS=0,4,16` times each with those threads per row (0: the device's policy), and
+/// `BENCH_SHAPES=small` keeps the first four shapes, `BENCH_TYPES=Q4_K,Q8_0` these types,
+/// `BENCH_REPEATS` sets the dispatches per timed pass (20). Times are GPU timestamps where the
+/// device has them.
+#[test]
+#[ignore]
+fn bench_matvec_formats() {
+    let base = gpu(false);
+    println!("adapter: {}", base.adapter_info);
+    let tprs: Vec<u32> = std::env::var("BENCH_TPRS").map_or(vec![0], |v| v.split(',').map(|t| t.parse().unwrap()).collect());
+    let mut shapes = vec![(1u32, 256u32), (1536, 576), (576, 1536), (2048, 2048), (8192, 2048), (2048, 8192), (32000, 2048)];
+    if std::env::var("BENCH_SHAPES").is_ok_and(|v| v == "small") {
+        shapes.truncate(4);
+    }
+    let types: Vec<GgmlType> = std::env::var("BENCH_TYPES").map_or(GgmlType::ALL.to_vec(), |v| v.split(',').map(|t| GgmlType::from_name(t).unwrap()).collect());
+    let mut rng = Rng(42);
+    for ty in types {
+        for &(rows, cols) in &shapes {
+            if cols as u64 % ty.block_size() != 0 {
+                continue;
+            }
+            let w = random_weights(ty, rows as u64 * cols as u64, &mut rng);
+            let x: Vec<f32> = (0..cols).map(|_| rng.uniform()).collect();
+            let want = reference(ty, &w, rows, cols, &x);
+            for &t in &tprs {
+                let mut g = base.clone();
+                g.set_threads_per_row(if t == 0 { None } else { Some(t) });
+                let repeats = std::env::var("BENCH_REPEATS").map_or(20, |r| r.parse().unwrap());
+                let (y, wall, on_gpu) = oneshot::time_matvec(&g, &w, ty, 0, rows, cols, &x, repeats).unwrap();
+                let s = on_gpu.unwrap_or(wall);
+                if std::env::var("BENCH_NOCHECK").is_err() {
+                    assert_rows(&format!("bench {ty}"), &y, &want);
+                }
+                let n = rows as f64 * cols as f64;
+                println!(
+                    "{ty:>5} {rows:>6}x{cols:<5} tpr {:>2}: {:>9.1} us, {:>7.2} Gweights/s, {:>7.1} GB/s of stored weights ({}; wall {:.1} us)",
+                    threads_per_row(&g, ty, rows, cols), s * 1e6, n / s / 1e9, w.len() as f64 / s / 1e9,
+                    if on_gpu.is_some() { "GPU timestamps" } else { "wall clock" }, wall * 1e6
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,555 @@
+#![cfg(target_arch = "wasm32")]
+//! The JavaScript API in headless Chromium (WebGPU on SwiftShader), as a host page uses it: the
+//! test creates its own `GPUDevice` and passes it with the GGUF's `ArrayBuffer` to `createLlama`;
+//! `forward`, `config` and `dispose` are called through the JS class wasm-bindgen generates.
+//!
+//! Run: `scripts/test-web.sh` (or `wasm-pack test --headless --chrome -- --test web`). The models
+//! and reference logits are compiled in from `../shared` (the build fails if it is missing).
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+use webgpu_llama::ggml::GgmlType;
+use webgpu_llama::gguf::{GgufWriter, Value};
+use webgpu_llama::web;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen(inline_js = r#"
+export async function hostDevice(raise) {
+  const adapter = await navigator.gpu.requestAdapter();
+  if (!adapter) throw new Error('requestAdapter() returned null (is --enable-unsafe-webgpu set?)');
+  const requiredLimits = raise ? {
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+    maxBufferSize: adapter.limits.maxBufferSize,
+  } : {};
+  return adapter.requestDevice({ requiredLimits });
+}
+// Calls llama.forward exactly as JS does; a synchronous throw is turned into a marked rejection.
+export function jsForward(llama, tokens, pos) {
+  try { return llama.forward(tokens, pos); }
+  catch (e) { return Promise.reject(new Error('SYNC THROW: ' + (e && e.message))); }
+}
+export function jsCall(obj, method, ...args) { return obj[method](...args); }
+// The host's own uncaptured-error handler; the module must never replace it.
+export function setHostHandler(device) {
+  const f = (e) => console.log('host handler: ' + e.error.message);
+  device.onuncapturederror = f;
+  return f;
+}
+export function destroyDevice(device) { device.destroy(); }
+export function jsGet(obj, key) { return obj[key]; }
+export function strings(...xs) { return xs; }
+export function isLost(device) {
+  let lost = false;
+  device.lost.then(() => { lost = true; });
+  return new Promise((r) => setTimeout(() => r(lost), 0));
+}
+// The host keeps using its device after a model was disposed.
+export async function hostRoundTrip(device) {
+  device.pushErrorScope('validation');
+  const b = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(b, 0, new Uint32Array([1, 2, 3, 4]));
+  await b.mapAsync(GPUMapMode.READ);
+  const v = Array.from(new Uint32Array(b.getMappedRange().slice(0)));
+  b.unmap(); b.destroy();
+  const err = await device.popErrorScope();
+  if (err) throw new Error('host validation error: ' + err.message);
+  return v.join(',');
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = hostDevice)]
+    async fn host_device(raise: bool) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = jsForward)]
+    fn js_forward(llama: &JsValue, tokens: &JsValue, pos: &JsValue) -> js_sys::Promise;
+    #[wasm_bindgen(catch, js_name = jsCall)]
+    fn js_call0(obj: &JsValue, method: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_name = jsCall)]
+    fn js_call1(obj: &JsValue, method: &str, a: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = setHostHandler)]
+    fn set_host_handler(device: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = destroyDevice)]
+    fn destroy_device(device: &JsValue);
+    #[wasm_bindgen(js_name = jsGet)]
+    fn js_get(obj: &JsValue, key: &str) -> JsValue;
+    #[wasm_bindgen(js_name = isLost)]
+    async fn is_lost(device: &JsValue) -> JsValue;
+    #[wasm_bindgen(catch, js_name = hostRoundTrip)]
+    async fn host_round_trip(device: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference cases (compiled in from ../shared)
+
+struct Case {
+    name: &'static str,
+    model: &'static [u8],
+    json: &'static str,
+    logits: &'static [u8],
+}
+
+macro_rules! case {
+    ($name:literal, $model:literal) => {
+        Case {
+            name: $name,
+            model: include_bytes!(concat!("../../shared/models/", $model)),
+            json: include_str!(concat!("../../shared/reference/", $name, ".json")),
+            logits: include_bytes!(concat!("../../shared/reference/", $name, ".logits.f32")),
+        }
+    };
+}
+
+const F32: Case = case!("stories260K-f32", "stories260K.gguf");
+const Q8_0: Case = case!("stories260K-q8_0", "stories260K-Q8_0.gguf");
+const MOE_Q8_0: Case = case!("stories260K-moe4x-top2-q8_0", "stories260K-moe4x-top2-Q8_0.gguf");
+const PAD256_Q4_K_M: Case = case!("stories260K-pad256-q4_k_m", "stories260K-pad256-Q4_K_M.gguf");
+
+/// Largest allowed |logit - reference| at any position.
+const TOLERANCE: f32 = 2e-3;
+
+fn ints(json: &str, key: &str) -> Vec<u32> {
+    let start = json.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
+    let open = start + json[start..].find('[').unwrap();
+    let close = open + json[open..].find(']').unwrap();
+    json[open + 1..close].split(',').map(|s| s.trim().parse().unwrap()).collect()
+}
+
+fn number(json: &str, key: &str) -> usize {
+    let start = json.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
+    let rest = &json[start + key.len() + 3..];
+    rest.trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+impl Case {
+    fn check_model_name(&self) {
+        let file = self.json.split("\"model\"").nth(1).and_then(|r| r.split('"').nth(1)).unwrap();
+        assert!(self.model.len() > 1000 && !file.is_empty(), "{}: bad case", self.name);
+    }
+    fn prompt(&self) -> Vec<u32> {
+        ints(self.json, "prompt")
+    }
+    fn greedy(&self) -> Vec<u32> {
+        ints(self.json, "greedy")
+    }
+    fn vocab(&self) -> usize {
+        number(self.json, "vocab")
+    }
+    fn row(&self, i: usize) -> Vec<f32> {
+        let v = self.vocab();
+        self.logits[i * v * 4..(i + 1) * v * 4].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    }
+    fn buffer(&self) -> JsValue {
+        bytes_to_js(self.model)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn bytes_to_js(b: &[u8]) -> JsValue {
+    js_sys::Uint8Array::from(b).buffer().into()
+}
+
+fn max_abs(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn argmax(v: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+fn nums(xs: &[f64]) -> JsValue {
+    xs.iter().map(|&x| JsValue::from_f64(x)).collect::<js_sys::Array>().into()
+}
+
+fn toks(xs: &[u32]) -> JsValue {
+    nums(&xs.iter().map(|&x| x as f64).collect::<Vec<_>>())
+}
+
+async fn device(raise: bool) -> JsValue {
+    host_device(raise).await.expect("the host creates a GPUDevice")
+}
+
+/// Awaits a promise; `Err` carries the rejection's message after checking it is a JS `Error`.
+async fn settle(p: js_sys::Promise) -> Result<JsValue, String> {
+    match JsFuture::from(p).await {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            assert!(e.is_instance_of::<js_sys::Error>(), "rejected with a non-Error: {e:?}");
+            let m: String = e.unchecked_into::<js_sys::Error>().message().into();
+            assert!(!m.starts_with("SYNC THROW"), "threw synchronously instead of rejecting: {m}");
+            Err(m)
+        }
+    }
+}
+
+fn options(ctx: Option<u32>) -> Option<JsValue> {
+    ctx.map(|c| {
+        let o = js_sys::Object::new();
+        js_sys::Reflect::set(&o, &"contextLength".into(), &c.into()).unwrap();
+        o.into()
+    })
+}
+
+async fn create(device: &JsValue, buffer: JsValue, opts: Option<JsValue>) -> Result<JsValue, String> {
+    web::reinit_after_panic(false);
+    settle(web::create_llama(device.clone(), buffer, opts)).await
+}
+
+async fn load(device: &JsValue, case: &Case, ctx: Option<u32>) -> JsValue {
+    create(device, case.buffer(), options(ctx)).await.unwrap_or_else(|e| panic!("{}: createLlama failed: {e}", case.name))
+}
+
+async fn forward(llama: &JsValue, tokens: &[u32], pos: u32) -> Result<Vec<f32>, String> {
+    settle(js_forward(llama, &toks(tokens), &pos.into())).await.map(|v| v.unchecked_into::<js_sys::Float32Array>().to_vec())
+}
+
+async fn forward_err(llama: &JsValue, tokens: JsValue, pos: JsValue) -> String {
+    match settle(js_forward(llama, &tokens, &pos)).await {
+        Ok(_) => panic!("forward({tokens:?}, {pos:?}) resolved; expected a rejection"),
+        Err(m) => m,
+    }
+}
+
+fn config_u32(llama: &JsValue, key: &str) -> f64 {
+    js_get(&js_get(llama, "config"), key).as_f64().unwrap_or_else(|| panic!("config.{key} is not a number"))
+}
+
+fn assert_has(msg: &str, part: &str) {
+    assert!(msg.contains(part), "message {msg:?} should contain {part:?}");
+}
+
+/// Every reference row, one token at a time, plus the batched prompt; greedy continuation
+/// identical. Returns the worst difference.
+async fn run_case(case: &Case) -> f32 {
+    case.check_model_name();
+    let dev = device(true).await;
+    let llama = load(&dev, case, None).await;
+    let (prompt, greedy) = (case.prompt(), case.greedy());
+    assert_eq!(config_u32(&llama, "vocab") as usize, case.vocab(), "{}: vocab", case.name);
+    let p = prompt.len();
+    let mut worst = 0f32;
+    let mut check = |i: usize, got: &[f32]| {
+        let d = max_abs(got, &case.row(i));
+        assert!(d <= TOLERANCE, "{}: row {i} differs by {d} (tolerance {TOLERANCE})", case.name);
+        worst = worst.max(d);
+    };
+
+    // The prompt in one call, then the greedy continuation one token at a time.
+    let mut logits = forward(&llama, &prompt, 0).await.unwrap();
+    check(p - 1, &logits);
+    let mut ours = Vec::new();
+    for j in 0..greedy.len() {
+        let next = argmax(&logits);
+        ours.push(next);
+        assert_eq!(next, greedy[j], "{}: greedy token {j} is {next}, reference {}", case.name, greedy[j]);
+        if j + 1 < greedy.len() {
+            logits = forward(&llama, &[next], (p + j) as u32).await.unwrap();
+            check(p + j, &logits);
+        }
+    }
+    // The rows inside the prompt: the prompt again, one token per call from position 0.
+    for (i, &t) in prompt.iter().enumerate().take(p - 1) {
+        let row = forward(&llama, &[t], i as u32).await.unwrap();
+        check(i, &row);
+    }
+    js_call0(&llama, "dispose").unwrap();
+    web_sys::console::log_1(&format!("{}: {} rows, max abs diff {worst:.2e}, greedy {:?}", case.name, p - 1 + greedy.len(), ours).into());
+    worst
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference logits
+
+#[wasm_bindgen_test]
+async fn reference_stories260k_f32() {
+    run_case(&F32).await;
+}
+
+#[wasm_bindgen_test]
+async fn reference_stories260k_q8_0() {
+    run_case(&Q8_0).await;
+}
+
+#[wasm_bindgen_test]
+async fn reference_stories260k_moe4x_top2_q8_0() {
+    run_case(&MOE_Q8_0).await;
+}
+
+#[wasm_bindgen_test]
+async fn reference_stories260k_pad256_q4_k_m() {
+    run_case(&PAD256_Q4_K_M).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The API's shape
+
+#[wasm_bindgen_test]
+async fn config_matches_the_seed_and_progress_is_reported() {
+    let dev = device(true).await;
+    let calls = std::rc::Rc::new(std::cell::RefCell::new(Vec::<(f64, f64, f64, f64)>::new()));
+    let sink = calls.clone();
+    let cb = Closure::<dyn FnMut(JsValue)>::new(move |p: JsValue| {
+        let f = |k: &str| js_get(&p, k).as_f64().unwrap();
+        sink.borrow_mut().push((f("bytesDone"), f("bytesTotal"), f("tensorsDone"), f("tensorsTotal")));
+    });
+    let opts = js_sys::Object::new();
+    js_sys::Reflect::set(&opts, &"onProgress".into(), cb.as_ref()).unwrap();
+    let llama = create(&dev, F32.buffer(), Some(opts.into())).await.unwrap();
+    let c = js_get(&llama, "config");
+    assert!(js_sys::Object::is(&c, &js_get(&llama, "config")), "config is one object");
+    let seed = [("d", 64.0), ("L", 5.0), ("ff", 172.0), ("nh", 8.0), ("nkv", 4.0), ("hd", 8.0), ("ctx", 2048.0), ("vocab", 512.0),
+        ("eps", 1e-5f32 as f64), ("theta", 10000.0), ("experts", 0.0), ("topk", 0.0)];
+    for (k, v) in seed {
+        assert_eq!(js_get(&c, k).as_f64(), Some(v), "config.{k}");
+    }
+    let dpt = config_u32(&llama, "dispatchesPerToken");
+    assert!(dpt >= 63.0, "dispatchesPerToken {dpt}");
+    let file = config_u32(&llama, "fileTensorBytes");
+    assert!(config_u32(&llama, "weightBytesOnGpu") >= file && file > 1e6, "weight bytes");
+    assert!(config_u32(&llama, "gpuBytes") > config_u32(&llama, "weightBytesOnGpu"));
+    assert!(js_get(&c, "adapter").as_string().is_some_and(|s| !s.is_empty()));
+
+    let calls = calls.borrow();
+    assert_eq!(calls.len() as f64, calls.last().unwrap().3, "one progress call per tensor");
+    let last = calls.last().unwrap();
+    assert_eq!((last.0, last.2), (last.1, last.3), "progress ends complete");
+    assert_eq!(last.1, file, "bytesTotal is fileTensorBytes");
+    assert!(calls.windows(2).all(|w| w[1].0 >= w[0].0 && w[1].2 == w[0].2 + 1.0), "progress is monotonic");
+
+    // The MoE config carries experts and top-k, and ff is per expert.
+    let moe = load(&dev, &MOE_Q8_0, Some(64)).await;
+    assert_eq!((config_u32(&moe, "experts"), config_u32(&moe, "topk"), config_u32(&moe, "ctx")), (4.0, 2.0, 64.0));
+
+    // Token text for the demo.
+    let text = js_call1(&llama, "decode", &toks(&[403, 407])).unwrap().as_string().unwrap();
+    assert!(!text.is_empty());
+    let bytes = js_call1(&llama, "tokenBytes", &403.into()).unwrap().unchecked_into::<js_sys::Uint8Array>().to_vec();
+    assert!(text.as_bytes().starts_with(&bytes), "{text:?} vs {bytes:?}");
+    assert!(web::wasm_memory_bytes() > 0.0);
+    js_call0(&llama, "dispose").unwrap();
+    js_call0(&moe, "dispose").unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn forwards_issued_without_awaiting_are_served_in_order() {
+    let dev = device(true).await;
+    let llama = load(&dev, &Q8_0, None).await;
+    let (prompt, greedy) = (Q8_0.prompt(), Q8_0.greedy());
+    let p = prompt.len();
+    // Three calls queued back to back, awaited in reverse order.
+    let a = js_forward(&llama, &toks(&prompt), &0.into());
+    let b = js_forward(&llama, &toks(&greedy[..1]), &(p as u32).into());
+    let c = js_forward(&llama, &toks(&greedy[1..3]), &(p as u32 + 1).into());
+    let rc: Vec<f32> = settle(c).await.unwrap().unchecked_into::<js_sys::Float32Array>().to_vec();
+    let rb: Vec<f32> = settle(b).await.unwrap().unchecked_into::<js_sys::Float32Array>().to_vec();
+    let ra: Vec<f32> = settle(a).await.unwrap().unchecked_into::<js_sys::Float32Array>().to_vec();
+    for (got, row) in [(&ra, p - 1), (&rb, p), (&rc, p + 2)] {
+        let d = max_abs(got, &Q8_0.row(row));
+        assert!(d <= TOLERANCE, "concurrent forward for row {row} differs by {d}");
+    }
+    js_call0(&llama, "dispose").unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn dispose_frees_the_model_not_the_device() {
+    let dev = device(true).await;
+    let handler = set_host_handler(&dev);
+    let llama = load(&dev, &Q8_0, Some(16)).await;
+    assert!(js_sys::Object::is(&js_get(&dev, "onuncapturederror"), &handler), "the host's error handler was replaced");
+    // A forward issued before dispose still resolves.
+    let pending = js_forward(&llama, &toks(&[1, 403]), &0.into());
+    assert_eq!(js_get(&llama, "disposed").as_bool(), Some(false));
+    js_call0(&llama, "dispose").unwrap();
+    js_call0(&llama, "dispose").unwrap(); // idempotent
+    assert_eq!(js_get(&llama, "disposed").as_bool(), Some(true));
+    assert_eq!(settle(pending).await.unwrap().unchecked_into::<js_sys::Float32Array>().length(), 512);
+    let m = forward_err(&llama, toks(&[1]), 0.into()).await;
+    assert_has(&m, "use after dispose()");
+    assert_eq!(is_lost(&dev).await.as_bool(), Some(false), "the host's device must survive dispose()");
+    assert_eq!(host_round_trip(&dev).await.unwrap().as_string().unwrap(), "1,2,3,4");
+    // The device can load again.
+    let again = load(&dev, &Q8_0, Some(16)).await;
+    assert_eq!(forward(&again, &[1], 0).await.unwrap().len(), 512);
+    js_call0(&again, "dispose").unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn a_device_destroyed_by_the_host_gives_errors_not_hangs() {
+    let dev = device(true).await;
+    let llama = load(&dev, &Q8_0, Some(16)).await;
+    destroy_device(&dev);
+    let m = forward_err(&llama, toks(&[1]), 0.into()).await;
+    assert_has(&m, "GPU error");
+    js_call0(&llama, "dispose").unwrap();
+    let m = create(&dev, Q8_0.buffer(), None).await.expect_err("loading on a destroyed device");
+    assert_has(&m, "the GPUDevice was lost (destroyed");
+}
+
+#[wasm_bindgen_test]
+async fn test_matvec_q8_matches_its_f64_reference() {
+    let dev = device(true).await;
+    let name = "blk.0.ffn_gate.weight"; // Q8_0 [64, 172]: 172 rows, not a multiple of 64
+    let x: Vec<f64> = (0..64).map(|i| ((i * 37 % 64) as f64 / 32.0 - 1.0) * 0.75).collect();
+    let r = settle(web::test_matvec_q8(dev.clone(), Q8_0.buffer(), name.into(), nums(&x))).await.unwrap();
+    assert_eq!((js_get(&r, "rows").as_f64(), js_get(&r, "cols").as_f64()), (Some(172.0), Some(64.0)));
+    let f = js_get(&r, "f32").unchecked_into::<js_sys::Float32Array>().to_vec();
+    let q = js_get(&r, "q8").unchecked_into::<js_sys::Float32Array>().to_vec();
+    let reference = js_get(&r, "ref");
+    assert!(reference.is_instance_of::<js_sys::Float64Array>(), "ref is a Float64Array");
+    let reference = reference.unchecked_into::<js_sys::Float64Array>().to_vec();
+    assert_eq!((f.len(), q.len(), reference.len()), (172, 172, 172));
+    let scale = reference.iter().fold(0f64, |m, v| m.max(v.abs()));
+    for (which, got) in [("f32", &f), ("q8", &q)] {
+        let d = got.iter().zip(&reference).map(|(a, b)| (*a as f64 - b).abs()).fold(0f64, f64::max);
+        assert!(d <= 1e-5 * scale.max(1.0), "{which} differs from the f64 reference by {d} (scale {scale})");
+    }
+    assert!(scale > 0.1, "a non-trivial product");
+    // A Float32Array x works too; wrong tensors are named.
+    let x32 = js_sys::Float32Array::from(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()[..]);
+    settle(web::test_matvec_q8(dev.clone(), Q8_0.buffer(), name.into(), x32.into())).await.unwrap();
+    let m = settle(web::test_matvec_q8(dev.clone(), Q8_0.buffer(), "output_norm.weight".into(), nums(&x))).await.unwrap_err();
+    assert_has(&m, "output_norm.weight is F32, not Q8_0");
+    let m = settle(web::test_matvec_q8(dev.clone(), Q8_0.buffer(), "nope".into(), nums(&x))).await.unwrap_err();
+    assert_has(&m, "missing tensor nope");
+    let m = settle(web::test_matvec_q8(dev, Q8_0.buffer(), name.into(), nums(&x[..10]))).await.unwrap_err();
+    assert_has(&m, "x has 10 values but the tensor has 64 columns");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// A minimal llama header with the given metadata and tiny tensors (only what `Config` reads
+/// before the check under test).
+fn gguf_with(arch: &str, experts: Option<u32>) -> Vec<u8> {
+    let mut w = GgufWriter::new(3);
+    w.kv("general.architecture", Value::Str(arch.into()))
+        .kv("llama.embedding_length", Value::U32(32))
+        .kv("llama.block_count", Value::U32(1))
+        .kv("llama.feed_forward_length", Value::U32(32))
+        .kv("llama.attention.head_count", Value::U32(4))
+        .kv("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5));
+    if let Some(e) = experts {
+        w.kv("llama.expert_count", Value::U32(e)).kv("llama.expert_used_count", Value::U32(2));
+        w.tensor("blk.0.ffn_gate_inp.weight", &[32, e as u64], GgmlType::F32, vec![0; 32 * e as usize * 4]);
+    }
+    w.tensor("token_embd.weight", &[32, 64], GgmlType::F32, vec![0; 32 * 64 * 4]);
+    w.to_bytes()
+}
+
+#[wasm_bindgen_test]
+async fn bad_files_are_named() {
+    let dev = device(true).await;
+    let expect = |r: Result<JsValue, String>| r.expect_err("createLlama should reject");
+
+    let m = expect(create(&dev, bytes_to_js(b"PK\x03\x04 this is a zip, not a gguf"), None).await);
+    assert_has(&m, "not a GGUF file");
+    // Cut in the tensor data: the engine names the first tensor whose data is missing.
+    let m = expect(create(&dev, bytes_to_js(&F32.model[..F32.model.len() / 2]), None).await);
+    assert_has(&m, "truncated GGUF: tensor");
+    assert_has(&m, "the file has 592688 bytes");
+    let m = expect(create(&dev, bytes_to_js(&F32.model[..7]), None).await);
+    assert_has(&m, "truncated GGUF");
+    let m = expect(create(&dev, bytes_to_js(&gguf_with("gpt2", None)), None).await);
+    assert_has(&m, "WebGPU path: llama GGUFs only");
+    assert_has(&m, "gpt2");
+    let m = expect(create(&dev, bytes_to_js(&gguf_with("llama", Some(300))), None).await);
+    assert_has(&m, "WebGPU path: at most 256 experts, top-16");
+
+    // An unsupported tensor type: patch token_embd's type id to IQ4_NL (20).
+    let mut b = gguf_with("llama", None);
+    let name = b"token_embd.weight";
+    let at = b.windows(name.len()).position(|w| w == name).unwrap() + name.len();
+    let ty = at + 4 + 2 * 8;
+    assert_eq!(u32::from_le_bytes(b[ty..ty + 4].try_into().unwrap()), GgmlType::F32 as u32);
+    b[ty..ty + 4].copy_from_slice(&20u32.to_le_bytes());
+    let m = expect(create(&dev, bytes_to_js(&b), None).await);
+    assert_has(&m, "token_embd.weight has unsupported type IQ4_NL");
+
+    // Not a buffer, not a device, bad options.
+    let m = expect(create(&dev, "model.gguf".into(), None).await);
+    assert_has(&m, "expected the GGUF file as an ArrayBuffer or a typed array, got the string \"model.gguf\"");
+    let m = expect(create(&js_sys::Object::new().into(), Q8_0.buffer(), None).await);
+    assert_has(&m, "could not adopt the host's GPUDevice");
+    let m = expect(create(&dev, Q8_0.buffer(), options(Some(0))).await);
+    assert_has(&m, "options.contextLength must be a positive integer, got 0");
+    let o = js_sys::Object::new();
+    js_sys::Reflect::set(&o, &"onProgress".into(), &"yes".into()).unwrap();
+    let m = expect(create(&dev, Q8_0.buffer(), Some(o.into())).await);
+    assert_has(&m, "options.onProgress must be a function");
+
+    // A typed-array view over the file (at an offset) loads.
+    let mut padded = vec![7u8; 64];
+    padded.extend_from_slice(Q8_0.model);
+    let view = js_sys::Uint8Array::new_with_byte_offset(&js_sys::Uint8Array::from(&padded[..]).buffer(), 64);
+    let llama = create(&dev, view.into(), options(Some(8))).await.unwrap();
+    let row = forward(&llama, &Q8_0.prompt(), 0).await.unwrap();
+    assert!(max_abs(&row, &Q8_0.row(Q8_0.prompt().len() - 1)) <= TOLERANCE);
+    js_call0(&llama, "dispose").unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn too_large_for_the_hosts_limits_names_the_limit() {
+    // Default limits: 128 MiB per storage binding. A 2M-position KV cache needs 256 MB per layer.
+    let dev = device(false).await;
+    let m = create(&dev, Q8_0.buffer(), options(Some(2_000_000))).await.expect_err("should not fit");
+    assert_eq!(
+        m,
+        "tensor KV cache needs 256000000 bytes in one GPU buffer but the device's maxStorageBufferBindingSize is 134217728: \
+         request a larger maxStorageBufferBindingSize when creating the GPUDevice"
+    );
+    // The host's limits are the ones used.
+    let llama = load(&dev, &Q8_0, Some(8)).await;
+    assert_eq!(config_u32(&llama, "maxStorageBufferBindingSize"), 134217728.0);
+    js_call0(&llama, "dispose").unwrap();
+    let raised = device(true).await;
+    let llama = load(&raised, &Q8_0, Some(8)).await;
+    assert!(config_u32(&llama, "maxStorageBufferBindingSize") > 134217728.0, "raised limit seen");
+    js_call0(&llama, "dispose").unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn bad_forward_arguments_reject_with_named_errors() {
+    let dev = device(true).await;
+    let llama = load(&dev, &Q8_0, Some(8)).await;
+    let zero = JsValue::from(0);
+    let cases: Vec<(JsValue, JsValue, &str)> = vec![
+        (nums(&[1.5]), zero.clone(), "token at index 0 is 1.5"),
+        (nums(&[1.0, -1.0]), zero.clone(), "token at index 1 is -1"),
+        (nums(&[f64::NAN]), zero.clone(), "token at index 0 is NaN"),
+        (js_sys::Array::of1(&"3".into()).into(), zero.clone(), "token at index 0 is the string \"3\", not a number"),
+        (nums(&[4294967296.0]), zero.clone(), "token id 4294967296 at index 0 is out of range (vocab 512)"),
+        (nums(&[512.0]), zero.clone(), "token id 512 at index 0 is out of range (vocab 512)"),
+        (nums(&[]), zero.clone(), "tokens must be a non-empty list of token ids"),
+        ("1,2".into(), zero.clone(), "tokens must be an array (or typed array) of token ids, got the string \"1,2\""),
+        (JsValue::UNDEFINED, zero.clone(), "tokens must be an array (or typed array) of token ids, got undefined"),
+        (toks(&[1]), (-1).into(), "startPos must be a non-negative integer, got -1"),
+        (toks(&[1]), 0.5.into(), "startPos must be a non-negative integer, got 0.5"),
+        (toks(&[1]), f64::NAN.into(), "startPos must be a non-negative integer, got NaN"),
+        (toks(&[1]), "0".into(), "startPos must be a non-negative integer, got the string \"0\""),
+        (toks(&[1]), JsValue::UNDEFINED, "startPos must be a non-negative integer, got undefined"),
+        (toks(&[1; 9]), zero.clone(), "past the context"),
+        (toks(&[1]), 8.into(), "past the context"),
+    ];
+    for (tokens, pos, want) in cases {
+        let m = forward_err(&llama, tokens, pos).await;
+        assert_has(&m, want);
+    }
+    // Typed arrays are accepted; the model still works after all those rejections.
+    let typed = js_sys::Uint32Array::from(&Q8_0.prompt()[..]);
+    let row = settle(js_forward(&llama, &typed.into(), &zero)).await.unwrap().unchecked_into::<js_sys::Float32Array>().to_vec();
+    assert!(max_abs(&row, &Q8_0.row(Q8_0.prompt().len() - 1)) <= TOLERANCE);
+    let m = js_call1(&llama, "decode", &nums(&[2.5])).unwrap_err();
+    assert!(m.is_instance_of::<js_sys::Error>());
+    js_call0(&llama, "dispose").unwrap();
+}
