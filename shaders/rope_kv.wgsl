@@ -4,23 +4,24 @@
 // cs holds cos and sin per (pos, j), computed on the CPU in f64 (freq_j = theta^(-2j/n_rot),
 // divided by Llama-3 rope_freqs factors and linear scaling when present).
 // Bindings: 0 step {pos, ..}, 1 {n_heads, n_kv, head_dim, n_rot}, 2 cs [ctx][n_rot/2][2],
-// 3 q [n_heads*head_dim], 4 k, 5 v [n_kv*head_dim], 6 kc, 7 vc [ctx][n_kv*head_dim].
+// 3 qkv [q | k | v] as the fused projection writes it (q: n_heads*head_dim, k and v:
+// n_kv*head_dim), 4 kc, 5 vc [ctx][n_kv*head_dim].
 struct Step { pos: u32, token: u32, n: u32, _p: u32 };
 struct P { n_heads: u32, n_kv: u32, head_dim: u32, n_rot: u32 };
 @group(0) @binding(0) var<uniform> st: Step;
 @group(0) @binding(1) var<uniform> p: P;
 @group(0) @binding(2) var<storage, read> cs: array<f32>;
 @group(0) @binding(3) var<storage, read_write> q: array<f32>;
-@group(0) @binding(4) var<storage, read> k: array<f32>;
-@group(0) @binding(5) var<storage, read> v: array<f32>;
-@group(0) @binding(6) var<storage, read_write> kc: array<f32>;
-@group(0) @binding(7) var<storage, read_write> vc: array<f32>;
+@group(0) @binding(4) var<storage, read_write> kc: array<f32>;
+@group(0) @binding(5) var<storage, read_write> vc: array<f32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {
   let half = p.head_dim / 2u;
   let rot = p.n_rot / 2u;
   let kvd = p.n_kv * p.head_dim;
+  let k0 = p.n_heads * p.head_dim;
+  let v0 = k0 + kvd;
   let i = g.x;
   let h = i / half;
   let j = i % half;
@@ -33,7 +34,7 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
     q[a + 1u] = x0 * s + x1 * c;
   }
   if (i < p.n_kv * half) {
-    let x0 = k[a]; let x1 = k[a + 1u];
+    let x0 = q[k0 + a]; let x1 = q[k0 + a + 1u];
     let o = st.pos * kvd + a;
     if (j < rot) {
       let c = cs[t]; let s = cs[t + 1u];
@@ -44,5 +45,5 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
       kc[o + 1u] = x1;
     }
   }
-  if (i < kvd) { vc[st.pos * kvd + i] = v[i]; }
+  if (i < kvd) { vc[st.pos * kvd + i] = q[v0 + i]; }
 }

@@ -57,6 +57,9 @@ pub struct BenchReport {
     pub prefill_tps: Stat,
     /// Decode tokens per second.
     pub decode_tps: Stat,
+    /// CPU milliseconds per decoded token spent recording and submitting its command buffer
+    /// (`Llama::submit`), median over repeats: when close to ms/token, decode is CPU-bound.
+    pub encode_ms: f64,
     /// Dispatches per decoded token.
     pub dispatches_per_token: usize,
     /// Weight bytes read per decoded token (the embedding row, every matrix, top-k of E experts).
@@ -88,9 +91,9 @@ impl BenchReport {
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{}}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{}}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
             self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1
         )
@@ -104,6 +107,7 @@ impl std::fmt::Display for BenchReport {
         writeln!(f, "load: {:.3} s", self.load_s)?;
         writeln!(f, "prefill pp{}: {} tok/s", self.prompt, st(&self.prefill_tps))?;
         writeln!(f, "decode tg{}: {} tok/s, {:.3} ms/token", self.gen, st(&self.decode_tps), 1e3 / self.decode_tps.median)?;
+        writeln!(f, "CPU record+submit per decoded token: {:.3} ms", self.encode_ms)?;
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
         writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
         if let Some(b) = self.bandwidth_bound_tps() {
@@ -145,24 +149,33 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     // Upload is queued: one tiny forward makes the load time include it.
     llama.forward(&[1], 0).await?;
     let load_s = t0.elapsed().as_secs_f64();
-    let (mut pre, mut dec) = (Vec::new(), Vec::new());
+    let (mut pre, mut dec, mut enc) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..opts.repeats.max(1) {
         let prompt = tokens(opts.prompt.max(1), llama.config.vocab, r);
         let t = Instant::now();
         let mut logits = llama.forward(&prompt, 0).await?;
         pre.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
         let t = Instant::now();
+        let mut encode = 0.0;
         for i in 0..opts.gen {
             let next = logits.iter().enumerate().fold((0, f32::MIN), |b, (j, &x)| if x > b.1 { (j, x) } else { b }).0 as u32;
-            logits = llama.forward(&[next], prompt.len() as u32 + i).await?;
+            // forward() split in two, to time the CPU side of a token on its own.
+            let te = Instant::now();
+            let readback = llama.submit(&[next], prompt.len() as u32 + i)?;
+            encode += te.elapsed().as_secs_f64();
+            let data = llama.gpu().map_read(&readback).await?;
+            llama.recycle(readback);
+            logits = bytemuck::pod_collect_to_vec(&data);
         }
         dec.push(opts.gen.max(1) as f64 / t.elapsed().as_secs_f64());
+        enc.push(1e3 * encode / opts.gen.max(1) as f64);
     }
     let report = BenchReport {
         adapter: gpu.adapter_info.clone(),
         load_s,
         prefill_tps: Stat::of(pre),
         decode_tps: Stat::of(dec),
+        encode_ms: Stat::of(enc).median,
         dispatches_per_token: llama.dispatches_per_token(),
         weight_bytes_per_token: weight_bytes_per_token(g, &llama.config),
         gpu_bytes: llama.gpu_bytes(),

@@ -2,7 +2,7 @@
 //! command buffer whose only per-token input is a 16-byte step uniform (position, token id);
 //! only the last token's logits are read back. Owns the KV cache (f32, `[ctx][kv_dim]` per layer).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -29,6 +29,9 @@ pub struct Llama {
     step: wgpu::Buffer,
     logits: wgpu::Buffer,
     buffers: Vec<wgpu::Buffer>,
+    /// Mapped-and-unmapped logits readback buffers, reused: a fresh MAP_READ buffer per token
+    /// costs milliseconds on some drivers.
+    readbacks: RefCell<Vec<wgpu::Buffer>>,
     disposed: Cell<bool>,
 }
 
@@ -36,12 +39,11 @@ pub struct Llama {
 struct Acts {
     x: wgpu::Buffer,
     xn: wgpu::Buffer,
-    q: wgpu::Buffer,
-    k: wgpu::Buffer,
-    v: wgpu::Buffer,
+    /// `[q | k | v]`.
+    qkv: wgpu::Buffer,
     att: wgpu::Buffer,
+    /// `[g | u]` (dense: ff each; MoE: top-k x ff each), SwiGLU's output over g.
     g: wgpu::Buffer,
-    u: wgpu::Buffer,
     logits: wgpu::Buffer,
     router: wgpu::Buffer,
     sel: wgpu::Buffer,
@@ -83,19 +85,32 @@ impl Builder<'_> {
 
     /// `y (+)= W x`, one dispatch per part of `W`.
     pub(crate) fn matvec(&mut self, w: &Matrix, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
+        self.matvec_at(w, x, y, 0, accumulate);
+    }
+
+    /// `y[y0..] = W x` for each matrix of a group (fused or one by one, see `Layer::qkv`).
+    fn matvec_group(&mut self, group: &[(Matrix, u32)], x: &wgpu::Buffer, y: &wgpu::Buffer) {
+        for (w, y0) in group {
+            self.matvec_at(w, x, y, *y0, false);
+        }
+    }
+
+    /// `y[y0 + r] (+)= (W x)[r]`, one dispatch per part of `W`.
+    fn matvec_at(&mut self, w: &Matrix, x: &wgpu::Buffer, y: &wgpu::Buffer, y0: u32, accumulate: bool) {
         let tpr = threads_per_row(self.gpu, w.ty, w.rows, w.cols);
         for part in &w.parts {
-            let p = self.uniform([part.rows, w.cols, accumulate as u32, part.row_start]);
+            let p = self.uniform([part.rows, w.cols, accumulate as u32, y0 + part.row_start]);
             let groups = grid(part.rows.div_ceil(WORKGROUP / tpr));
             self.push_key((Kernel::Matvec, Some((w.ty, tpr))), &[&p, &part.buffer, x, y], groups);
         }
     }
 
-    /// `y[j] = W[sel[j]] x` for the `k` picks, one dispatch per part of the stack.
-    pub(crate) fn matvec_exp(&mut self, w: &Experts, k: u32, sel: &wgpu::Buffer, x: &wgpu::Buffer, y: &wgpu::Buffer) {
+    /// `y[y0 + j * rows..] = W[sel[j]] x` for the `k` picks, one dispatch per part of the stack.
+    pub(crate) fn matvec_exp(&mut self, w: &Experts, k: u32, sel: &wgpu::Buffer, x: &wgpu::Buffer, y: &wgpu::Buffer, y0: u32) {
         let tpr = threads_per_row(self.gpu, w.ty, w.rows * k, w.cols);
         for part in &w.parts {
-            let p = self.uniform([w.rows, w.cols, part.expert_start, part.experts]);
+            // Experts <= 256 (config), so first and count share one word.
+            let p = self.uniform([w.rows, w.cols, part.expert_start | part.experts << 16, y0]);
             let groups = (w.rows.div_ceil(WORKGROUP / tpr), k);
             self.push_key((Kernel::MatvecExp, Some((w.ty, tpr))), &[&p, sel, &part.buffer, x, y], groups);
         }
@@ -128,14 +143,15 @@ impl Llama {
         let cfg = Config::from_gguf(g, opts.ctx)?;
         let mut no_progress = |_: &Progress| {};
         let progress = opts.progress.unwrap_or(&mut no_progress);
-        let weights = Weights::load(gpu, g, src, &cfg, progress)?;
-        let mut kernels = Kernels::new();
-        let mut b = Builder { gpu, kernels: &mut kernels, out: Vec::new(), buffers: Vec::new() };
-
+        // Checked before any upload, so that a refused load leaves nothing behind.
         let kv_bytes = (cfg.ctx as u64 * cfg.kv_dim() as u64 * 4).next_multiple_of(16);
         if kv_bytes > gpu.max_binding() {
             return Err(Error::TooLarge { tensor: "KV cache".into(), bytes: kv_bytes, limit: gpu.max_binding(), limit_name: "maxStorageBufferBindingSize" });
         }
+        let weights = Weights::load(gpu, g, src, &cfg, progress)?;
+        let mut kernels = Kernels::new();
+        let mut b = Builder { gpu, kernels: &mut kernels, out: Vec::new(), buffers: Vec::new() };
+
         let mut scratch = |label: &str, n: u64| {
             let buf = gpu.storage(label, n * 4);
             b.buffers.push(buf.clone());
@@ -146,12 +162,9 @@ impl Llama {
         let a = Acts {
             x: scratch("x", d),
             xn: scratch("xn", d),
-            q: scratch("q", q),
-            k: scratch("k", kv),
-            v: scratch("v", kv),
+            qkv: scratch("qkv", q + 2 * kv),
             att: scratch("att", q),
-            g: scratch("g", ffw),
-            u: scratch("u", ffw),
+            g: scratch("gate|up", 2 * ffw),
             logits: scratch("logits", cfg.vocab as u64),
             router: scratch("router", cfg.experts.max(4) as u64),
             sel: scratch("sel", 16),
@@ -172,29 +185,27 @@ impl Llama {
         let rope_threads = (cfg.q_dim() / 2).max(cfg.kv_dim());
         for (lw, (kc, vc)) in weights.layers.iter().zip(&caches) {
             b.push(Kernel::RmsNorm, &[&p_norm, &a.x, &lw.attn_norm, &a.xn], (1, 1));
-            b.matvec(&lw.q, &a.xn, &a.q, false);
-            b.matvec(&lw.k, &a.xn, &a.k, false);
-            b.matvec(&lw.v, &a.xn, &a.v, false);
-            b.push(Kernel::RopeKv, &[&step, &p_heads, &rope, &a.q, &a.k, &a.v, kc, vc], (rope_threads.div_ceil(64), 1));
-            b.push(Kernel::Attention, &[&step, &p_attn, &a.q, kc, vc, &a.att, &a.scores], (cfg.n_heads, 1));
+            b.matvec_group(&lw.qkv, &a.xn, &a.qkv);
+            b.push(Kernel::RopeKv, &[&step, &p_heads, &rope, &a.qkv, kc, vc], (rope_threads.div_ceil(64), 1));
+            b.push(Kernel::Attention, &[&step, &p_attn, &a.qkv, kc, vc, &a.att, &a.scores], (cfg.n_heads, 1));
             b.matvec(&lw.o, &a.att, &a.x, true);
             b.push(Kernel::RmsNorm, &[&p_norm, &a.x, &lw.ffn_norm, &a.xn], (1, 1));
             match &lw.ffn {
-                Ffn::Dense { gate, up, down } => {
-                    b.matvec(gate, &a.xn, &a.g, false);
-                    b.matvec(up, &a.xn, &a.u, false);
-                    let p_ff = b.uniform([cfg.ff, 0, 0, 0]);
-                    b.push(Kernel::Swiglu, &[&p_ff, &a.g, &a.u], (cfg.ff.div_ceil(64), 1));
+                Ffn::Dense { gate_up, down } => {
+                    b.matvec_group(gate_up, &a.xn, &a.g);
+                    let p_ff = b.uniform([cfg.ff, cfg.ff, 0, 0]);
+                    b.push(Kernel::Swiglu, &[&p_ff, &a.g], (cfg.ff.div_ceil(64), 1));
                     b.matvec(down, &a.g, &a.x, true);
                 }
                 Ffn::Moe { router, gate, up, down } => {
                     b.matvec(router, &a.xn, &a.router, false);
                     let p_sel = b.uniform([cfg.experts, cfg.topk, 0, 0]);
                     b.push(Kernel::MoeSelect, &[&p_sel, &a.router, &a.sel, &a.gate], (1, 1));
-                    b.matvec_exp(gate, cfg.topk, &a.sel, &a.xn, &a.g);
-                    b.matvec_exp(up, cfg.topk, &a.sel, &a.xn, &a.u);
-                    let p_ff = b.uniform([cfg.topk * cfg.ff, 0, 0, 0]);
-                    b.push(Kernel::Swiglu, &[&p_ff, &a.g, &a.u], ((cfg.topk * cfg.ff).div_ceil(64), 1));
+                    let kff = cfg.topk * cfg.ff;
+                    b.matvec_exp(gate, cfg.topk, &a.sel, &a.xn, &a.g, 0);
+                    b.matvec_exp(up, cfg.topk, &a.sel, &a.xn, &a.g, kff);
+                    let p_ff = b.uniform([kff, kff, 0, 0]);
+                    b.push(Kernel::Swiglu, &[&p_ff, &a.g], (kff.div_ceil(64), 1));
                     b.moe_down(down, cfg.topk, &a.sel, &a.gate, &a.g, &a.x);
                 }
             }
@@ -204,7 +215,7 @@ impl Llama {
 
         let Builder { out: program, buffers, .. } = b;
         gpu.check()?;
-        Ok(Llama { gpu: gpu.clone(), config: cfg, weights, program, step, logits: a.logits, buffers, disposed: Cell::new(false) })
+        Ok(Llama { gpu: gpu.clone(), config: cfg, weights, program, step, logits: a.logits, buffers, readbacks: RefCell::new(Vec::new()), disposed: Cell::new(false) })
     }
 
     /// Dispatches recorded per token (the seed's `dispatchesPerToken`).
@@ -244,16 +255,20 @@ impl Llama {
     }
 
     /// Queues `tokens` at positions `start_pos..` (one command buffer each) and the copy of the
-    /// last token's logits into a fresh readback buffer, which it returns. Synchronous, so calls
-    /// that are not awaited are still queued in order.
+    /// last token's logits into a readback buffer of its own (from the pool), which it returns:
+    /// map it with [`Gpu::map_read`], then give it back with [`Llama::recycle`]. Synchronous, so
+    /// calls that are not awaited are still queued in order.
     pub fn submit(&self, tokens: &[u32], start_pos: u32) -> Result<wgpu::Buffer> {
         self.validate(tokens, start_pos)?;
         let bytes = self.config.vocab as u64 * 4;
-        let readback = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("logits readback"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let pooled = self.readbacks.borrow_mut().pop();
+        let readback = pooled.unwrap_or_else(|| {
+            self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("logits readback"),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
         for (i, &t) in tokens.iter().enumerate() {
             let words = [start_pos + i as u32, t, self.config.d, 0];
@@ -280,8 +295,27 @@ impl Llama {
     pub async fn forward(&self, tokens: &[u32], start_pos: u32) -> Result<Vec<f32>> {
         let readback = self.submit(tokens, start_pos)?;
         let data = self.gpu.map_read(&readback).await;
-        readback.destroy();
-        Ok(bytemuck::pod_collect_to_vec(&data?))
+        match data {
+            Ok(d) => {
+                self.recycle(readback);
+                Ok(bytemuck::pod_collect_to_vec(&d))
+            }
+            Err(e) => {
+                readback.destroy();
+                Err(e)
+            }
+        }
+    }
+
+    /// Returns a readback buffer from [`Llama::submit`], read and unmapped, to the pool (a few
+    /// are kept; after [`Llama::dispose`] it is destroyed).
+    pub fn recycle(&self, readback: wgpu::Buffer) {
+        let mut pool = self.readbacks.borrow_mut();
+        if self.disposed.get() || pool.len() >= 4 {
+            readback.destroy();
+        } else {
+            pool.push(readback);
+        }
     }
 
     /// Frees every GPU buffer this model made (never the device). Later calls fail with
@@ -290,7 +324,7 @@ impl Llama {
         if self.disposed.replace(true) {
             return;
         }
-        for b in self.weights.buffers.iter().chain(&self.buffers) {
+        for b in self.weights.buffers.iter().chain(&self.buffers).chain(self.readbacks.borrow_mut().drain(..).as_slice()) {
             b.destroy();
         }
     }

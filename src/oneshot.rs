@@ -112,7 +112,7 @@ pub async fn matvec_exp(
         let s = vector(b, "oneshot sel", bytemuck::cast_slice(sel));
         let xb = vector(b, "oneshot x", bytemuck::cast_slice(x));
         let y = vector(b, "oneshot y", &vec![0u8; (k * rows) as usize * 4]);
-        b.matvec_exp(&w, k, &s, &xb, &y);
+        b.matvec_exp(&w, k, &s, &xb, &y, 0);
         Ok(y)
     })
     .await

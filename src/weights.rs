@@ -122,8 +122,9 @@ pub struct Experts {
 
 /// The feed-forward weights of one block.
 pub enum Ffn {
-    /// SwiGLU MLP.
-    Dense { gate: Matrix, up: Matrix, down: Matrix },
+    /// SwiGLU MLP: gate and up `[ff][d]` writing one `[g | u]` vector (fused like `Layer::qkv`),
+    /// down `[d][ff]`.
+    Dense { gate_up: Vec<(Matrix, u32)>, down: Matrix },
     /// Mixtral-style experts: router `[E][d]`, and stacks `[E][ff][d]`, `[E][ff][d]`, `[E][d][ff]`.
     Moe { router: Matrix, gate: Experts, up: Experts, down: Experts },
 }
@@ -132,13 +133,11 @@ pub enum Ffn {
 pub struct Layer {
     /// RMSNorm weight before attention, `[d]`.
     pub attn_norm: wgpu::Buffer,
-    /// Projections: q `[q_dim][d]`, k and v `[kv_dim][d]`, o `[d][q_dim]`.
-    pub q: Matrix,
-    /// See `q`.
-    pub k: Matrix,
-    /// See `q`.
-    pub v: Matrix,
-    /// See `q`.
+    /// The q `[q_dim][d]`, k and v `[kv_dim][d]` projections, writing one `[q | k | v]` vector:
+    /// one matrix when the three share a type (their rows uploaded back to back, so one dispatch
+    /// serves all three), else three, each with its first output row.
+    pub qkv: Vec<(Matrix, u32)>,
+    /// The output projection `[d][q_dim]`.
     pub o: Matrix,
     /// RMSNorm weight before the FFN, `[d]`.
     pub ffn_norm: wgpu::Buffer,
@@ -288,6 +287,28 @@ impl<'a> Loader<'a> {
         Ok(Matrix { ty, rows, cols, parts })
     }
 
+    /// Tensors `(name, offset, rows)` of one type and width as one matrix, their rows back to back
+    /// in one buffer; `None` when that cannot be (types differ, a tensor's bytes are not a
+    /// multiple of 4, or the whole does not fit one binding): the caller loads them one by one.
+    pub(crate) fn fused(&mut self, label: &str, ty: GgmlType, tensors: &[(&TensorInfo, u32)], cols: u32) -> Result<Option<Matrix>> {
+        let Some(row_bytes) = ty.tensor_bytes(cols as u64).filter(|_| cols > 0) else { return Ok(None) };
+        let rows: u32 = tensors.iter().map(|t| t.1).sum();
+        let total = rows as u64 * row_bytes;
+        let same = tensors.iter().all(|(t, _)| t.ggml_type == ty);
+        let aligned = tensors.iter().all(|(_, r)| (*r as u64 * row_bytes) % 4 == 0);
+        if !same || !aligned || padded(total) > self.max_binding {
+            return Ok(None);
+        }
+        let buffer = self.buffer(label, padded(total))?;
+        let mut at = 0;
+        for (t, r) in tensors {
+            let len = *r as u64 * row_bytes;
+            self.src.upload(self.gpu, &buffer, at, t.offset, len)?;
+            at += len;
+        }
+        Ok(Some(Matrix { ty, rows, cols, parts: vec![MatPart { row_start: 0, rows, buffer }] }))
+    }
+
     /// An expert stack `[experts][rows][cols]` of type `ty` at `offset`, split by whole experts.
     pub(crate) fn experts(&mut self, name: &str, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32) -> Result<Experts> {
         let row_bytes = ty.tensor_bytes(cols as u64).filter(|_| cols > 0).ok_or_else(|| bad_cols(name, ty, cols as u64))?;
@@ -311,6 +332,16 @@ impl<'a> Loader<'a> {
             e0 += n;
         }
         Ok(Experts { ty, experts, rows, cols, parts })
+    }
+}
+
+/// A load that stops half way (a bad tensor, a device limit) frees what it had uploaded: buffers
+/// still held here when the loader goes are destroyed (the successful paths take them first).
+impl Drop for Loader<'_> {
+    fn drop(&mut self) {
+        for b in self.buffers.drain(..) {
+            b.destroy();
+        }
     }
 }
 
@@ -360,6 +391,23 @@ impl Weights {
             tr.done(&t);
             Ok(b)
         };
+        // Several projections reading the same input, one [a | b | ...] output vector.
+        let group = |ld: &mut Loader, tr: &mut Tracker, label: &str, parts: &[(String, u32)], cols: u32| -> Result<Vec<(Matrix, u32)>> {
+            let infos = parts.iter().map(|(n, _)| tr.info(n)).collect::<Result<Vec<_>>>()?;
+            let with_rows: Vec<(&TensorInfo, u32)> = infos.iter().zip(parts).map(|(t, (_, r))| (t, *r)).collect();
+            if let Some(m) = ld.fused(label, infos[0].ggml_type, &with_rows, cols)? {
+                infos.iter().for_each(|t| tr.done(t));
+                return Ok(vec![(m, 0)]);
+            }
+            let mut out = Vec::new();
+            let mut row0 = 0;
+            for (t, (name, rows)) in infos.iter().zip(parts) {
+                out.push((ld.matrix(name, t.ggml_type, t.offset, *rows, cols)?, row0));
+                tr.done(t);
+                row0 += rows;
+            }
+            Ok(out)
+        };
         let (d, q, kv, ff) = (cfg.d, cfg.q_dim(), cfg.kv_dim(), cfg.ff);
         let embd = matrix(&mut ld, &mut tr, "token_embd.weight", cfg.vocab, d)?;
         let out_norm = vector(&mut ld, &mut tr, "output_norm.weight")?;
@@ -376,9 +424,7 @@ impl Weights {
         for l in 0..cfg.n_layers {
             let b = |s: &str| format!("blk.{l}.{s}.weight");
             let attn_norm = vector(&mut ld, &mut tr, &b("attn_norm"))?;
-            let wq = matrix(&mut ld, &mut tr, &b("attn_q"), q, d)?;
-            let wk = matrix(&mut ld, &mut tr, &b("attn_k"), kv, d)?;
-            let wv = matrix(&mut ld, &mut tr, &b("attn_v"), kv, d)?;
+            let qkv = group(&mut ld, &mut tr, &format!("blk.{l}.attn_qkv"), &[(b("attn_q"), q), (b("attn_k"), kv), (b("attn_v"), kv)], d)?;
             let wo = matrix(&mut ld, &mut tr, &b("attn_output"), d, q)?;
             let ffn_norm = vector(&mut ld, &mut tr, &b("ffn_norm"))?;
             let ffn = if cfg.is_moe() {
@@ -396,14 +442,13 @@ impl Weights {
                 }
             } else {
                 Ffn::Dense {
-                    gate: matrix(&mut ld, &mut tr, &b("ffn_gate"), ff, d)?,
-                    up: matrix(&mut ld, &mut tr, &b("ffn_up"), ff, d)?,
+                    gate_up: group(&mut ld, &mut tr, &format!("blk.{l}.ffn_gate_up"), &[(b("ffn_gate"), ff), (b("ffn_up"), ff)], d)?,
                     down: matrix(&mut ld, &mut tr, &b("ffn_down"), d, ff)?,
                 }
             };
-            layers.push(Layer { attn_norm, q: wq, k: wk, v: wv, o: wo, ffn_norm, ffn });
+            layers.push(Layer { attn_norm, qkv, o: wo, ffn_norm, ffn });
         }
         gpu.check()?;
-        Ok(Weights { embd, out_norm, output, layers, rope_freqs, buffers: ld.buffers, gpu_bytes: ld.gpu_bytes, file_bytes })
+        Ok(Weights { embd, out_norm, output, layers, rope_freqs, buffers: std::mem::take(&mut ld.buffers), gpu_bytes: ld.gpu_bytes, file_bytes })
     }
 }

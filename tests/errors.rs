@@ -130,13 +130,18 @@ fn forward_argument_errors() {
 #[test]
 fn tensor_too_large_for_a_binding_names_it_and_the_limit() {
     let mut gpu = gpu(false);
-    gpu.cap_binding(16); // smaller than one f32 row of 8 (32 bytes)
+    // 40 bytes per binding: the 1-position KV cache (16 bytes) fits, one f32 embedding row of 8
+    // (32 bytes, plus the kernels' spare word and padding) does not.
+    gpu.cap_binding(40);
     let bytes = tiny(&[], "");
     let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
+    let e = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(1), progress: None }).err().expect("must not load");
     let s = e.to_string();
     assert!(matches!(e, Error::TooLarge { .. }), "{s}");
-    assert!(s.contains("token_embd.weight") && s.contains("maxStorageBufferBindingSize") && s.contains("16"), "{s}");
+    assert!(s.contains("token_embd.weight") && s.contains("maxStorageBufferBindingSize") && s.contains("40"), "{s}");
+    // The default 32-position KV cache (512 bytes) is refused first, before any upload.
+    let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
+    assert!(e.to_string().contains("KV cache needs 512 bytes"), "{e}");
 }
 
 #[test]

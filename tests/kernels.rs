@@ -241,3 +241,25 @@ fn many_positions_attention() {
     // 150 positions: attention's loops over more than two workgroups' worth of cached keys.
     assert_close("150 positions", compare(&Shape::dense(64, 1, 4, 2, 64, 61), Scheme::All(GgmlType::F32), 150, None));
 }
+
+/// An output head larger than WebGPU's default 128 MiB storage binding in its stored format
+/// (66000 x 1024 F16 = 135 MB) loads on a device created with default limits, split into parts,
+/// and gives the CPU reference's logits.
+#[test]
+fn head_over_128_mib_on_default_limits() {
+    let shape = Shape::dense(1024, 1, 8, 8, 64, 66000);
+    let bytes = model(&shape, Scheme::All(GgmlType::F16), 3).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let head = g.tensor("output.weight").unwrap();
+    assert!(head.n_bytes > 128 << 20, "the head must exceed one default binding: {} bytes", head.n_bytes);
+    let gpu = gpu(true);
+    assert_eq!(gpu.limits().max_storage_buffer_binding_size, 128 << 20, "default limits");
+    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(4), progress: None }).unwrap();
+    let (on_gpu, in_file) = llama.weight_bytes();
+    assert!(on_gpu <= in_file + in_file / 10, "weights stay compact: {on_gpu} on the GPU for {in_file} in the file");
+    let mut cpu = Reference::load(&g, bytes.as_slice(), &llama.config).unwrap();
+    for (pos, token) in [(0u32, 17u32), (1, 65999)] {
+        let got = block_on(llama.forward(&[token], pos)).unwrap();
+        assert_close("head over 128 MiB", relative_err(&got, &cpu.step(token, pos)));
+    }
+}

@@ -428,7 +428,10 @@ impl WebLlama {
                 Some(e) => Err(gpu_error(e)),
                 None => state.llama.gpu().map_read(&readback).await,
             };
-            readback.destroy();
+            match &checked {
+                Ok(_) => state.llama.recycle(readback),
+                Err(_) => readback.destroy(),
+            }
             let bytes = checked.map_err(js_error)?;
             let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
             Ok(js_sys::Float32Array::from(logits.as_slice()).into())
