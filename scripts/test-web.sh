@@ -35,33 +35,11 @@ LOG_DIR="$CARGO_TARGET_DIR/test-web"
 mkdir -p "$LOG_DIR"
 passed=0 failed=0 status=0 parts=()
 
-# The crate's binaries are native-only (clap, pollster); `cargo test` builds every binary
-# before integration tests. When they do not build for wasm32, run the test from a generated
-# manifest that has the library and tests/web.rs only (same sources, lockfile and target dir).
-manifest_dir="$ROOT"
-if ((run_wasm)) && ! nice cargo build -q --target wasm32-unknown-unknown --bins >"$LOG_DIR/bins.log" 2>&1; then
-    manifest_dir="$CARGO_TARGET_DIR/web-manifest"
-    mkdir -p "$manifest_dir"
-    cp "$ROOT/Cargo.lock" "$manifest_dir/Cargo.lock"
-    awk -v root="$ROOT" '
-        /^\[\[bin\]\]/ { skip = 1; next }
-        /^\[/ { skip = 0 }
-        skip { next }
-        /^\[package\]/ { print; print "autotests = false"; print "autoexamples = false"; print "autobenches = false"; next }
-        /^autobins/ { next }
-        /^\[lib\]/ { print; print "path = \"" root "/src/lib.rs\""; next }
-        { print }
-        END { print ""; print "[[test]]"; print "name = \"web\""; print "path = \"" root "/tests/web.rs\"" }
-    ' "$ROOT/Cargo.toml" | sed '/^\[package\]/a autobins = false' >"$manifest_dir/Cargo.toml.new"
-    cmp -s "$manifest_dir/Cargo.toml.new" "$manifest_dir/Cargo.toml" || mv "$manifest_dir/Cargo.toml.new" "$manifest_dir/Cargo.toml"
-    rm -f "$manifest_dir/Cargo.toml.new"
-    echo "[test-web] the binaries do not build for wasm32 (see $LOG_DIR/bins.log); testing through $manifest_dir/Cargo.toml"
-fi
 
 if ((run_wasm)); then
     echo "[test-web] wasm-bindgen tests (tests/web.rs) in headless Chromium"
     t0=$SECONDS
-    (cd "$manifest_dir" && nice cargo test --target wasm32-unknown-unknown --test web) 2>&1 | tee "$LOG_DIR/wasm.log"
+    nice cargo test --target wasm32-unknown-unknown --test web 2>&1 | tee "$LOG_DIR/wasm.log"
     rc=${PIPESTATUS[0]}
     line=$(grep -E '^test result: ' "$LOG_DIR/wasm.log" | tail -n 1)
     p=$(sed -nE 's/.* ([0-9]+) passed.*/\1/p' <<<"$line"); f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")

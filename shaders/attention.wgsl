@@ -4,10 +4,11 @@
 // Bindings: 0 step {pos, ..}, 1 {n_heads, n_kv, head_dim, ctx}, 2 q (the first n_heads*head_dim
 // of [q | k | v]), 3 kc, 4 vc [ctx][n_kv*head_dim], 5 o [n_heads*head_dim], 6 scores
 // [n_heads][ctx] (scratch: no workgroup-memory cap on the context).
-// One workgroup of 256 per query head. Scores: one position per thread. Output: the positions
-// are split over 256 / head_dim groups of threads (one dim each), so no thread walks the whole
-// context alone (that serial walk was the decode bottleneck at long contexts), then the groups'
-// partial sums are added in workgroup memory.
+// One workgroup of WG threads per query head (composed by gpu::compose: 256 on GPUs, 64 on CPU
+// adapters such as SwiftShader and lavapipe, where every barrier costs per invocation). Scores:
+// one position per thread. Output: the positions are split over WG / head_dim groups of threads
+// (one dim each), so no thread walks the whole context alone (that serial walk was the decode
+// bottleneck at long contexts on the H200), then the groups' partial sums are added.
 struct Step { pos: u32, token: u32, n: u32, _p: u32 };
 struct P { n_heads: u32, n_kv: u32, head_dim: u32, ctx: u32 };
 @group(0) @binding(0) var<uniform> st: Step;
@@ -17,10 +18,9 @@ struct P { n_heads: u32, n_kv: u32, head_dim: u32, ctx: u32 };
 @group(0) @binding(4) var<storage, read> vc: array<f32>;
 @group(0) @binding(5) var<storage, read_write> o: array<f32>;
 @group(0) @binding(6) var<storage, read_write> sc: array<f32>;
-const WG: u32 = 256u;
-var<workgroup> part: array<f32, 256>;
+var<workgroup> part: array<f32, WG>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
   let h = wg.x;
   let hd = p.head_dim;

@@ -330,11 +330,22 @@ pub fn compose(kernel: Kernel, format: Option<(GgmlType, u32)>) -> String {
             fmt = format_source(ty),
             body = kernel.source(),
         ),
+        // Attention takes its workgroup size (the key's number) as a constant.
+        Some((_, wg)) if kernel == Kernel::Attention => {
+            format!("// composed by gpu::compose: attention, workgroup {wg}\nconst WG: u32 = {wg}u;\n{}", kernel.source())
+        }
         _ => kernel.source().to_string(),
     }
 }
 
-/// A pipeline: a kernel, and for the weight kernels the format and threads per row.
+/// The attention kernel's workgroup size: 256 on GPUs (more threads per head in flight), 64 on
+/// CPU adapters (barriers cost per invocation there).
+pub fn attention_workgroup(gpu: &Gpu) -> u32 {
+    if gpu.is_cpu() { 64 } else { 256 }
+}
+
+/// A pipeline: a kernel, and for the weight kernels the format and threads per row (for
+/// attention, the number is its workgroup size).
 pub type PipelineKey = (Kernel, Option<(GgmlType, u32)>);
 
 /// Compute pipelines, each built once on first use (at load) and then shared.
@@ -351,7 +362,7 @@ impl Kernels {
 
     /// The pipeline for `key`, compiled on first use.
     pub fn pipeline(&mut self, device: &wgpu::Device, key: PipelineKey) -> wgpu::ComputePipeline {
-        let key = if key.0.reads_weights() { key } else { (key.0, None) };
+        let key = if key.0.reads_weights() || key.0 == Kernel::Attention { key } else { (key.0, None) };
         self.pipelines
             .entry(key)
             .or_insert_with(|| {

@@ -187,7 +187,8 @@ impl Llama {
             b.push(Kernel::RmsNorm, &[&p_norm, &a.x, &lw.attn_norm, &a.xn], (1, 1));
             b.matvec_group(&lw.qkv, &a.xn, &a.qkv);
             b.push(Kernel::RopeKv, &[&step, &p_heads, &rope, &a.qkv, kc, vc], (rope_threads.div_ceil(64), 1));
-            b.push(Kernel::Attention, &[&step, &p_attn, &a.qkv, kc, vc, &a.att, &a.scores], (cfg.n_heads, 1));
+            let attention = (Kernel::Attention, Some((crate::ggml::GgmlType::F32, crate::gpu::attention_workgroup(gpu))));
+            b.push_key(attention, &[&step, &p_attn, &a.qkv, kc, vc, &a.att, &a.scores], (cfg.n_heads, 1));
             b.matvec(&lw.o, &a.att, &a.x, true);
             b.push(Kernel::RmsNorm, &[&p_norm, &a.x, &lw.ffn_norm, &a.xn], (1, 1));
             match &lw.ffn {

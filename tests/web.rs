@@ -106,6 +106,17 @@ const F32: Case = case!("stories260K-f32", "stories260K.gguf");
 const Q8_0: Case = case!("stories260K-q8_0", "stories260K-Q8_0.gguf");
 const MOE_Q8_0: Case = case!("stories260K-moe4x-top2-q8_0", "stories260K-moe4x-top2-Q8_0.gguf");
 const PAD256_Q4_K_M: Case = case!("stories260K-pad256-q4_k_m", "stories260K-pad256-Q4_K_M.gguf");
+/// The other stories260K cases, so that every shared case but SmolLM2 (too slow on SwiftShader:
+/// it runs natively and in the demo) also passes in the browser.
+const OTHERS: [Case; 7] = [
+    case!("stories260K-f16", "stories260K-F16.gguf"),
+    case!("stories260K-f32-long300", "stories260K.gguf"),
+    case!("stories260K-moe4x-top2-f32", "stories260K-moe4x-top2-F32.gguf"),
+    case!("stories260K-pad256-f16", "stories260K-pad256-F16.gguf"),
+    case!("stories260K-pad256-q4_0", "stories260K-pad256-Q4_0.gguf"),
+    case!("stories260K-pad256-q6_k", "stories260K-pad256-Q6_K.gguf"),
+    case!("stories260K-pad256-q8_0", "stories260K-pad256-Q8_0.gguf"),
+];
 
 /// Largest allowed |logit - reference| at any position.
 const TOLERANCE: f32 = 2e-3;
@@ -289,6 +300,13 @@ async fn reference_stories260k_moe4x_top2_q8_0() {
 #[wasm_bindgen_test]
 async fn reference_stories260k_pad256_q4_k_m() {
     run_case(&PAD256_Q4_K_M).await;
+}
+
+#[wasm_bindgen_test]
+async fn reference_every_other_stories260k_case() {
+    for c in &OTHERS {
+        run_case(c).await;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -79,12 +79,13 @@ async function settings() {
   return s;
 }
 
-/** The page's device: the adapter's largest storage binding and buffer. */
-async function makeDevice() {
+/** The page's device: the adapter's largest storage binding and buffer, or WebGPU's default
+ *  limits (128 MiB per storage binding, 256 MiB per buffer) with `limits=default`. */
+async function makeDevice(defaultLimits) {
   if (!navigator.gpu) throw new Error('WebGPU is not available (Chromium on Linux: --enable-unsafe-webgpu)');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
-  const device = await adapter.requestDevice({ requiredLimits: {
+  const device = defaultLimits ? await adapter.requestDevice() : await adapter.requestDevice({ requiredLimits: {
     maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize } });
   device.lost.then((i) => status(`GPU device lost: ${i.message}`, true));
   const info = adapter.info || {};
@@ -139,7 +140,7 @@ function render(r) {
 
 async function main() {
   const s = await settings();
-  const { device, adapter } = await makeDevice();
+  const { device, adapter } = await makeDevice(new URLSearchParams(location.search).get('limits') === 'default');
   const mods = {};
   if (s.engines.includes('ours')) mods.ours = (await import('webgpu-llama')).createLlama;
   if (s.engines.includes('seed')) mods.seed = (await import('/seed/llama.js')).createLlama;
