@@ -10,214 +10,303 @@ fn main() {} // the browser door is the library's `web` module
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
-use std::io::Write;
-use std::process::ExitCode;
-use std::time::Instant;
+    use std::io::Write;
+    use std::process::ExitCode;
+    use std::time::Instant;
 
-use clap::{Parser, Subcommand};
-use webgpu_llama::{vocab::Vocab, Config, Gguf, Gpu, Llama, LoadOptions};
+    use clap::{Parser, Subcommand};
+    use webgpu_llama::{vocab::Vocab, Config, Gguf, Gpu, Llama, LoadOptions};
 
-#[derive(Parser)]
-#[command(name = "webgpu-llama", about = "LLaMA / Mixtral GGUF forward pass on the GPU (wgpu)")]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
+    #[derive(Parser)]
+    #[command(
+        name = "webgpu-llama",
+        about = "LLaMA / Mixtral GGUF forward pass on the GPU (wgpu)"
+    )]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: Cmd,
+    }
 
-#[derive(Subcommand)]
-enum Cmd {
-    /// Run a prompt of token ids, print the top-5 next tokens and a greedy continuation.
-    Run {
-        /// The GGUF file.
-        model: String,
-        /// Prompt token ids, comma-separated (BOS included if the model wants one).
-        #[arg(long, value_delimiter = ',', required = true)]
-        tokens: Vec<u32>,
-        /// Tokens to generate greedily.
-        #[arg(short = 'n', default_value_t = 20)]
-        n: u32,
-        /// KV-cache length (default min(context_length, 2048)).
-        #[arg(long)]
-        ctx: Option<u32>,
-        /// Write the logits after every token of prompt ++ greedy[:-1] (f32 rows of vocab values).
-        #[arg(long)]
-        dump_logits: Option<String>,
-        /// Create the device with WebGPU's default limits (128 MiB per storage binding).
-        #[arg(long)]
-        default_limits: bool,
-    },
-    /// Measure load, prefill and decode speed (median and spread over repeats).
-    Bench {
-        /// The GGUF file.
-        model: String,
-        /// Prompt length for prefill.
-        #[arg(long, default_value_t = 512)]
-        prompt: u32,
-        /// Tokens to decode.
-        #[arg(long, default_value_t = 128)]
-        gen: u32,
-        /// KV-cache length (default prompt + gen).
-        #[arg(long)]
-        ctx: Option<u32>,
-        /// Repeats.
-        #[arg(long, default_value_t = 3)]
-        repeats: u32,
-        /// Peak memory bandwidth of the GPU in GB/s, for the bandwidth bound (H200: 4800).
-        #[arg(long)]
-        peak_gbs: Option<f64>,
-        /// Print one JSON object instead of text.
-        #[arg(long)]
-        json: bool,
-        /// Create the device with WebGPU's default limits.
-        #[arg(long)]
-        default_limits: bool,
-    },
-    /// Write a GGUF of a real model's shape with random weights (for benchmarks).
-    Gen {
-        /// Shape: llama-3.2-1b, tinyllama-1.1b, moe-8x-1b, smollm2-135m, or smoke (a small dense model).
-        #[arg(long)]
-        shape: String,
-        /// Weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K or Q4_K_M.
-        #[arg(long = "type")]
-        ty: String,
-        /// Output file.
-        out: String,
-        /// Random seed.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-    },
-    /// Print the metadata, the tensor table and the derived config.
-    Info {
-        /// The GGUF file.
-        model: String,
-    },
-}
+    #[derive(Subcommand)]
+    enum Cmd {
+        /// Run a prompt of token ids, print the top-5 next tokens and a greedy continuation.
+        Run {
+            /// The GGUF file.
+            model: String,
+            /// Prompt token ids, comma-separated (BOS included if the model wants one).
+            #[arg(long, value_delimiter = ',', required = true)]
+            tokens: Vec<u32>,
+            /// Tokens to generate greedily.
+            #[arg(short = 'n', default_value_t = 20)]
+            n: u32,
+            /// KV-cache length (default min(context_length, 2048)).
+            #[arg(long)]
+            ctx: Option<u32>,
+            /// Write the logits after every token of prompt ++ greedy[:-1] (f32 rows of vocab values).
+            #[arg(long)]
+            dump_logits: Option<String>,
+            /// Create the device with WebGPU's default limits (128 MiB per storage binding).
+            #[arg(long)]
+            default_limits: bool,
+        },
+        /// Measure load, prefill and decode speed (median and spread over repeats).
+        Bench {
+            /// The GGUF file.
+            model: String,
+            /// Prompt length for prefill.
+            #[arg(long, default_value_t = 512)]
+            prompt: u32,
+            /// Tokens to decode.
+            #[arg(long, default_value_t = 128)]
+            gen: u32,
+            /// KV-cache length (default prompt + gen).
+            #[arg(long)]
+            ctx: Option<u32>,
+            /// Repeats.
+            #[arg(long, default_value_t = 3)]
+            repeats: u32,
+            /// Peak memory bandwidth of the GPU in GB/s, for the bandwidth bound (H200: 4800).
+            #[arg(long)]
+            peak_gbs: Option<f64>,
+            /// Print one JSON object instead of text.
+            #[arg(long)]
+            json: bool,
+            /// Create the device with WebGPU's default limits.
+            #[arg(long)]
+            default_limits: bool,
+        },
+        /// Write a GGUF of a real model's shape with random weights (for benchmarks).
+        Gen {
+            /// Shape: llama-3.2-1b, tinyllama-1.1b, moe-8x-1b, smollm2-135m, or smoke (a small dense model).
+            #[arg(long)]
+            shape: String,
+            /// Weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K or Q4_K_M.
+            #[arg(long = "type")]
+            ty: String,
+            /// Output file.
+            out: String,
+            /// Random seed.
+            #[arg(long, default_value_t = 1)]
+            seed: u64,
+        },
+        /// Print the metadata, the tensor table and the derived config.
+        Info {
+            /// The GGUF file.
+            model: String,
+        },
+    }
 
-pub fn main() -> ExitCode {
-    match pollster::block_on(run(Cli::parse())) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
+    pub fn main() -> ExitCode {
+        match pollster::block_on(run(Cli::parse())) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
         }
     }
-}
 
-fn read(path: &str) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
-    std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}").into())
-}
+    fn read(path: &str) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}").into())
+    }
 
-fn argmax(v: &[f32]) -> u32 {
-    v.iter().enumerate().fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &x)| if x > bv { (i, x) } else { (bi, bv) }).0 as u32
-}
+    fn argmax(v: &[f32]) -> u32 {
+        v.iter()
+            .enumerate()
+            .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &x)| {
+                if x > bv {
+                    (i, x)
+                } else {
+                    (bi, bv)
+                }
+            })
+            .0 as u32
+    }
 
-fn top_k(v: &[f32], k: usize) -> Vec<(u32, f32)> {
-    let mut idx: Vec<u32> = (0..v.len() as u32).collect();
-    idx.sort_by(|&a, &b| v[b as usize].total_cmp(&v[a as usize]).then(a.cmp(&b)));
-    idx.into_iter().take(k).map(|i| (i, v[i as usize])).collect()
-}
+    fn top_k(v: &[f32], k: usize) -> Vec<(u32, f32)> {
+        let mut idx: Vec<u32> = (0..v.len() as u32).collect();
+        idx.sort_by(|&a, &b| v[b as usize].total_cmp(&v[a as usize]).then(a.cmp(&b)));
+        idx.into_iter()
+            .take(k)
+            .map(|i| (i, v[i as usize]))
+            .collect()
+    }
 
-async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    match cli.cmd {
-        Cmd::Info { model } => {
-            let bytes = read(&model)?;
-            let g = Gguf::parse(bytes.as_slice())?;
-            println!("GGUF v{}, {} metadata keys, {} tensors, alignment {}, data at byte {}", g.version, g.metadata.len(), g.tensors.len(), g.alignment, g.data_offset);
-            for (k, v) in &g.metadata {
-                println!("  {k} = {v}");
+    async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+        match cli.cmd {
+            Cmd::Info { model } => {
+                let bytes = read(&model)?;
+                let g = Gguf::parse(bytes.as_slice())?;
+                println!(
+                    "GGUF v{}, {} metadata keys, {} tensors, alignment {}, data at byte {}",
+                    g.version,
+                    g.metadata.len(),
+                    g.tensors.len(),
+                    g.alignment,
+                    g.data_offset
+                );
+                for (k, v) in &g.metadata {
+                    println!("  {k} = {v}");
+                }
+                println!("tensors:");
+                for t in &g.tensors {
+                    println!(
+                        "  {:<32} {:>6} {:?} {} bytes at {}",
+                        t.name,
+                        t.ggml_type.name(),
+                        t.dims,
+                        t.n_bytes,
+                        t.offset
+                    );
+                }
+                match Config::from_gguf(&g, None) {
+                    Ok(c) => println!("config: {c:#?}"),
+                    Err(e) => println!("config: not loadable: {e}"),
+                }
+                Ok(())
             }
-            println!("tensors:");
-            for t in &g.tensors {
-                println!("  {:<32} {:>6} {:?} {} bytes at {}", t.name, t.ggml_type.name(), t.dims, t.n_bytes, t.offset);
+            Cmd::Bench {
+                model,
+                prompt,
+                gen,
+                ctx,
+                repeats,
+                peak_gbs,
+                json,
+                default_limits,
+            } => {
+                let bytes = read(&model)?;
+                let gpu = Gpu::native(default_limits).await?;
+                let g = Gguf::parse(bytes.as_slice())?;
+                let opts = webgpu_llama::bench::BenchOptions {
+                    prompt,
+                    gen,
+                    ctx,
+                    repeats,
+                    peak_gbs,
+                };
+                let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
+                if json {
+                    println!("{}", report.to_json());
+                } else {
+                    println!("model: {model}");
+                    println!("{report}");
+                }
+                Ok(())
             }
-            match Config::from_gguf(&g, None) {
-                Ok(c) => println!("config: {c:#?}"),
-                Err(e) => println!("config: not loadable: {e}"),
-            }
-            Ok(())
-        }
-        Cmd::Bench { model, prompt, gen, ctx, repeats, peak_gbs, json, default_limits } => {
-            let bytes = read(&model)?;
-            let gpu = Gpu::native(default_limits).await?;
-            let g = Gguf::parse(bytes.as_slice())?;
-            let opts = webgpu_llama::bench::BenchOptions { prompt, gen, ctx, repeats, peak_gbs };
-            let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
-            if json {
-                println!("{}", report.to_json());
-            } else {
-                println!("model: {model}");
-                println!("{report}");
-            }
-            Ok(())
-        }
-        Cmd::Gen { shape, ty, out, seed } => {
-            use webgpu_llama::synth::{model, Scheme, Shape};
-            let s = match shape.as_str() {
+            Cmd::Gen {
+                shape,
+                ty,
+                out,
+                seed,
+            } => {
+                use webgpu_llama::synth::{model, Scheme, Shape};
+                let s = match shape.as_str() {
                 "smoke" => Shape::dense(256, 4, 8, 2, 768, 4096),
                 name => Shape::named(name).ok_or_else(|| format!("unknown shape {name:?}: llama-3.2-1b, tinyllama-1.1b, moe-8x-1b, smollm2-135m or smoke"))?,
             };
-            let scheme = Scheme::parse(&ty).ok_or_else(|| format!("unknown weight format {ty:?}"))?;
-            let t = Instant::now();
-            let w = model(&s, scheme, seed)?;
-            let mut f = std::io::BufWriter::new(std::fs::File::create(&out)?);
-            w.write_to(&mut f)?;
-            f.flush()?;
-            println!("wrote {out} ({} bytes, {shape} {ty}) in {:.1} s", std::fs::metadata(&out)?.len(), t.elapsed().as_secs_f64());
-            Ok(())
-        }
-        Cmd::Run { model, tokens, n, ctx, dump_logits, default_limits } => {
-            let bytes = read(&model)?;
-            let gpu = Gpu::native(default_limits).await?;
-            println!("adapter: {}", gpu.adapter_info);
-            let t0 = Instant::now();
-            let g = Gguf::parse(bytes.as_slice())?;
-            let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx, progress: None })?;
-            gpu.device.poll(wgpu::PollType::wait_indefinitely())?;
-            let c = &llama.config;
-            println!("loaded {model} in {:.2} s: d {} L {} ff {} heads {}/{} hd {} ctx {} vocab {} experts {} top-{}; {} dispatches per token",
+                let scheme =
+                    Scheme::parse(&ty).ok_or_else(|| format!("unknown weight format {ty:?}"))?;
+                let t = Instant::now();
+                let w = model(&s, scheme, seed)?;
+                let mut f = std::io::BufWriter::new(std::fs::File::create(&out)?);
+                w.write_to(&mut f)?;
+                f.flush()?;
+                println!(
+                    "wrote {out} ({} bytes, {shape} {ty}) in {:.1} s",
+                    std::fs::metadata(&out)?.len(),
+                    t.elapsed().as_secs_f64()
+                );
+                Ok(())
+            }
+            Cmd::Run {
+                model,
+                tokens,
+                n,
+                ctx,
+                dump_logits,
+                default_limits,
+            } => {
+                let bytes = read(&model)?;
+                let gpu = Gpu::native(default_limits).await?;
+                println!("adapter: {}", gpu.adapter_info);
+                let t0 = Instant::now();
+                let g = Gguf::parse(bytes.as_slice())?;
+                let llama = Llama::load(
+                    &gpu,
+                    &g,
+                    &bytes,
+                    LoadOptions {
+                        ctx,
+                        progress: None,
+                    },
+                )?;
+                gpu.device.poll(wgpu::PollType::wait_indefinitely())?;
+                let c = &llama.config;
+                println!("loaded {model} in {:.2} s: d {} L {} ff {} heads {}/{} hd {} ctx {} vocab {} experts {} top-{}; {} dispatches per token",
                 t0.elapsed().as_secs_f64(), c.d, c.n_layers, c.ff, c.n_heads, c.n_kv_heads, c.head_dim, c.ctx, c.vocab, c.experts, c.topk, llama.dispatches_per_token());
-            let (on_gpu, in_file) = llama.weight_bytes();
-            println!("weights on GPU: {on_gpu} bytes (file tensors: {in_file} bytes)");
-            let vocab = Vocab::from_gguf(&g);
-            let text = |ids: &[u32]| vocab.as_ref().map(|v| v.decode(ids)).unwrap_or_default();
+                let (on_gpu, in_file) = llama.weight_bytes();
+                println!("weights on GPU: {on_gpu} bytes (file tensors: {in_file} bytes)");
+                let vocab = Vocab::from_gguf(&g);
+                let text = |ids: &[u32]| vocab.as_ref().map(|v| v.decode(ids)).unwrap_or_default();
 
-            let t1 = Instant::now();
-            let mut logits = llama.forward(&tokens, 0).await?;
-            let prefill = t1.elapsed().as_secs_f64();
-            println!("top-5 after the prompt:");
-            for (id, l) in top_k(&logits, 5) {
-                println!("  {id:>6} {l:>10.4} {:?}", text(&[id]));
-            }
-            let mut out = Vec::new();
-            let t2 = Instant::now();
-            for i in 0..n {
-                let next = argmax(&logits);
-                out.push(next);
-                if i + 1 < n {
-                    logits = llama.forward(&[next], tokens.len() as u32 + i).await?;
+                let t1 = Instant::now();
+                let mut logits = llama.forward(&tokens, 0).await?;
+                let prefill = t1.elapsed().as_secs_f64();
+                println!("top-5 after the prompt:");
+                for (id, l) in top_k(&logits, 5) {
+                    println!("  {id:>6} {l:>10.4} {:?}", text(&[id]));
                 }
-            }
-            let decode = t2.elapsed().as_secs_f64();
-            println!("greedy ids: {}", out.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
-            println!("greedy text: {:?}", text(&out));
-            println!("prefill: {} tokens in {:.3} s = {:.1} tok/s", tokens.len(), prefill, tokens.len() as f64 / prefill);
-            if n > 1 {
-                println!("decode: {} tokens in {:.3} s = {:.1} tok/s", n - 1, decode, (n - 1) as f64 / decode);
-            }
-            if let Some(path) = dump_logits {
-                // Every row, one token at a time from position 0 (this also re-runs the cache).
-                let all: Vec<u32> = tokens.iter().chain(out.iter().take(out.len().saturating_sub(1))).copied().collect();
-                let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
-                for (pos, &t) in all.iter().enumerate() {
-                    let row = llama.forward(&[t], pos as u32).await?;
-                    f.write_all(bytemuck::cast_slice(&row))?;
+                let mut out = Vec::new();
+                let t2 = Instant::now();
+                for i in 0..n {
+                    let next = argmax(&logits);
+                    out.push(next);
+                    if i + 1 < n {
+                        logits = llama.forward(&[next], tokens.len() as u32 + i).await?;
+                    }
                 }
-                println!("wrote {} rows of {} logits to {path}", all.len(), c.vocab);
+                let decode = t2.elapsed().as_secs_f64();
+                println!(
+                    "greedy ids: {}",
+                    out.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+                println!("greedy text: {:?}", text(&out));
+                println!(
+                    "prefill: {} tokens in {:.3} s = {:.1} tok/s",
+                    tokens.len(),
+                    prefill,
+                    tokens.len() as f64 / prefill
+                );
+                if n > 1 {
+                    println!(
+                        "decode: {} tokens in {:.3} s = {:.1} tok/s",
+                        n - 1,
+                        decode,
+                        (n - 1) as f64 / decode
+                    );
+                }
+                if let Some(path) = dump_logits {
+                    // Every row, one token at a time from position 0 (this also re-runs the cache).
+                    let all: Vec<u32> = tokens
+                        .iter()
+                        .chain(out.iter().take(out.len().saturating_sub(1)))
+                        .copied()
+                        .collect();
+                    let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+                    for (pos, &t) in all.iter().enumerate() {
+                        let row = llama.forward(&[t], pos as u32).await?;
+                        f.write_all(bytemuck::cast_slice(&row))?;
+                    }
+                    println!("wrote {} rows of {} logits to {path}", all.len(), c.vocab);
+                }
+                Ok(())
             }
-            Ok(())
         }
     }
-}
 }
 
 #[cfg(not(target_arch = "wasm32"))]
