@@ -46,3 +46,15 @@ fn xv4(i: u32) -> vec4<f32> {
   if ((i & 3u) == 0u) { return X[i >> 2u]; }
   return vec4<f32>(x1(i), x1(i + 1u), x1(i + 2u), x1(i + 3u));
 }
+
+// Shared by Q4_K and Q5_K (the same 12-byte scale packing).
+// ggml's get_scale_min_k4 for j and j + 1 (j even) from the 12 scale bytes in s0, s1, s2:
+// (scale j, min j, scale j + 1, min j + 1). For j < 4 the low 6 bits of bytes j and j + 4; for
+// j >= 4 the nibbles of byte j + 4 and the top 2 bits of bytes j - 4 (scale) and j (min).
+fn scale_min_k4(j: u32, s0: u32, s1: u32, s2: u32) -> vec4<u32> {
+  let sh = vec4<u32>(8u * (j & 3u), 8u * (j & 3u), 8u * (j & 3u) + 8u, 8u * (j & 3u) + 8u);
+  let a = vec4<u32>(s0, s1, s0, s1) >> sh; // bytes j, j + 4 (and j + 1, j + 5), mod 4
+  let c = vec4<u32>(s2) >> (sh + vec4<u32>(0u, 4u, 0u, 4u)); // nibbles of byte j + 4 (j >= 4)
+  let hi = (c & vec4<u32>(15u)) | (((a >> vec4<u32>(6u)) & vec4<u32>(3u)) << vec4<u32>(4u));
+  return select(a & vec4<u32>(63u), hi, j >= 4u);
+}

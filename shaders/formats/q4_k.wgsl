@@ -1,24 +1,13 @@
 // formats/q4_k.wgsl: GGML Q4_K (ggml-common.h block_q4_K): 256 weights in 144 bytes,
 // { f16 d, dmin; u8 scales[12]; u8 qs[128] }. Chunk c < 4 (64 weights) reads qs[32c .. 32c + 32]:
 // weight 64c + l is the low nibble of qs[32c + l], weight 64c + 32 + l the high one, with the
-// 6-bit scale/min pairs 2c and 2c + 1 of get_scale_min_k4; value (d * sc) * q - dmin * m
+// 6-bit scale/min pairs 2c and 2c + 1 of get_scale_min_k4 (scale_min_k4, common.wgsl); value (d * sc) * q - dmin * m
 // (ggml-quants.c dequantize_row_q4_K). Blocks are word aligned. One unit = two words of a chunk's
 // qs, bytes 32c + 8k' .. + 8 (k' < 4): 8 low-nibble and 8 high-nibble weights; 16 units per block.
 // The interface is described in f32.wgsl.
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 144u;
 const UNIT: u32 = 16u;
-
-// ggml's get_scale_min_k4 for j and j + 1 (j even) from the 12 scale bytes in s0, s1, s2:
-// (scale j, min j, scale j + 1, min j + 1). For j < 4 the low 6 bits of bytes j and j + 4; for
-// j >= 4 the nibbles of byte j + 4 and the top 2 bits of bytes j - 4 (scale) and j (min).
-fn scale_min_k4(j: u32, s0: u32, s1: u32, s2: u32) -> vec4<u32> {
-  let sh = vec4<u32>(8u * (j & 3u), 8u * (j & 3u), 8u * (j & 3u) + 8u, 8u * (j & 3u) + 8u);
-  let a = vec4<u32>(s0, s1, s0, s1) >> sh; // bytes j, j + 4 (and j + 1, j + 5), mod 4
-  let c = vec4<u32>(s2) >> (sh + vec4<u32>(0u, 4u, 0u, 4u)); // nibbles of byte j + 4 (j >= 4)
-  let hi = (c & vec4<u32>(15u)) | (((a >> vec4<u32>(6u)) & vec4<u32>(3u)) << vec4<u32>(4u));
-  return select(a & vec4<u32>(63u), hi, j >= 4u);
-}
 
 fn unit_dot(rb: u32, u: u32, xo: u32) -> f32 {
   let blk = u >> 4u;

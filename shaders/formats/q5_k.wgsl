@@ -4,20 +4,11 @@
 // fifth bit (value 16) from qh[l]: bit 2c for weight 64c + l, bit 2c + 1 for 64c + 32 + l;
 // value (d * sc) * q - dmin * m (ggml-quants.c dequantize_row_q5_K). Blocks are word aligned.
 // One unit = two words of a chunk's qs, bytes 32c + 8k' .. + 8 (k' < 4), and the matching two
-// words of qh: 16 weights; 16 units per block. scale_min_k4 is shared with q4_k.wgsl (same packing).
+// words of qh: 16 weights; 16 units per block. scale_min_k4 (same packing as Q4_K) is in common.wgsl.
 // The interface is described in f32.wgsl.
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 176u;
 const UNIT: u32 = 16u;
-
-// See q4_k.wgsl.
-fn scale_min_k4(j: u32, s0: u32, s1: u32, s2: u32) -> vec4<u32> {
-  let sh = vec4<u32>(8u * (j & 3u), 8u * (j & 3u), 8u * (j & 3u) + 8u, 8u * (j & 3u) + 8u);
-  let a = vec4<u32>(s0, s1, s0, s1) >> sh;
-  let c = vec4<u32>(s2) >> (sh + vec4<u32>(0u, 4u, 0u, 4u));
-  let hi = (c & vec4<u32>(15u)) | (((a >> vec4<u32>(6u)) & vec4<u32>(3u)) << vec4<u32>(4u));
-  return select(a & vec4<u32>(63u), hi, j >= 4u);
-}
 
 fn unit_dot(rb: u32, u: u32, xo: u32) -> f32 {
   let blk = u >> 4u;
