@@ -6,14 +6,14 @@
 //! A tensor with dims `[d0, d1, ...]` (innermost first, as ggml's `ne`) is seen as `rows =
 //! d1 * d2 * ...` rows of `cols = d0` values, row-major, as the seed's `testMatvecQ8` does.
 //! Tensor bytes are read through bounded chunks (never the whole tensor on the CPU at once, except
-//! the f32 output vector).
+//! the f32 output vector). The GPU side is [`crate::oneshot`]'s.
 
 use crate::error::{Error, Result};
 use crate::ggml::{self, GgmlType};
-use crate::gguf::{Gguf, TensorInfo};
-use crate::gpu::{record, Gpu, Kernels};
-use crate::llama::Builder;
-use crate::weights::{Loader, MatPart, Matrix, TensorSource};
+use crate::gguf::{ByteSource, Gguf, TensorInfo};
+use crate::gpu::Gpu;
+use crate::oneshot;
+use crate::weights::TensorSource;
 
 /// Raw tensor bytes handled per CPU step.
 const CHUNK_BYTES: u64 = 4 << 20;
@@ -59,8 +59,39 @@ fn rows_f32(src: &dyn TensorSource, t: &TensorInfo, cols: u32, row_bytes: u64, r
     Ok(out)
 }
 
+/// A tensor's rows dequantised to f32 on demand, as a byte source: the f32 path of [`matvec`]
+/// uploads through it, so the f32 copy is made a bounded chunk at a time.
+struct Dequantised<'a> {
+    src: &'a dyn TensorSource,
+    t: &'a TensorInfo,
+    rows: u32,
+    cols: u32,
+}
+
+impl ByteSource for Dequantised<'_> {
+    fn len(&self) -> u64 {
+        self.rows as u64 * self.cols as u64 * 4
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let end = offset + buf.len() as u64;
+        if end > self.len() {
+            return Err(Error::Truncated { what: format!("{} as f32", self.t.name), at: offset, need: buf.len() as u64, len: self.len() });
+        }
+        let (row_bytes, _) = rows_per_chunk(self.t, self.cols)?;
+        let row_f32 = self.cols as u64 * 4;
+        let (r0, r1) = (offset / row_f32, end.div_ceil(row_f32));
+        let vals = rows_f32(self.src, self.t, self.cols, row_bytes, r0, r1 - r0)?;
+        let skip = (offset - r0 * row_f32) as usize;
+        buf.copy_from_slice(&bytemuck::cast_slice::<f32, u8>(&vals)[skip..skip + buf.len()]);
+        Ok(())
+    }
+}
+
+impl TensorSource for Dequantised<'_> {}
+
 /// `y = W x` for tensor `name` on the GPU, `rows` f32 values, through the engine's own upload
-/// and `matvec` dispatch code (`weights::Loader::matrix`, `llama::Builder::matvec`).
+/// and `matvec` dispatch code ([`crate::oneshot::matvec`]).
 ///
 /// * `stored == false`: `W` is dequantised to f32 on the CPU (exactly as ggml) and multiplied by
 ///   the `matvec` kernel composed for F32.
@@ -78,68 +109,11 @@ pub async fn matvec(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, name: &str, x: 
     if x.len() != cols as usize {
         return Err(Error::Input(format!("x has {} values but tensor {name} has {cols} columns", x.len())));
     }
-    let mut made: Vec<wgpu::Buffer> = Vec::new();
-    let out = run(gpu, t, src, rows, cols, x, stored, &mut made).await;
-    for b in &made {
-        b.destroy();
-    }
-    out
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn run(
-    gpu: &Gpu, t: &TensorInfo, src: &dyn TensorSource, rows: u32, cols: u32, x: &[f32], stored: bool, made: &mut Vec<wgpu::Buffer>,
-) -> Result<Vec<f32>> {
-    let w = if stored {
-        let mut ld = Loader::new(gpu, src);
-        let m = ld.matrix(&t.name, t.ggml_type, t.offset, rows, cols);
-        made.append(&mut ld.buffers);
-        m?
+    if stored {
+        oneshot::matvec(gpu, src, t.ggml_type, t.offset, rows, cols, x).await
     } else {
-        // f32 rows, split like the engine splits (parts of whole rows within one binding).
-        let (row_bytes, step) = rows_per_chunk(t, cols)?;
-        let row_f32 = cols as u64 * 4;
-        let limit = gpu.max_binding();
-        let per_part = (limit.saturating_sub(8) / row_f32).min(rows as u64);
-        if per_part == 0 {
-            return Err(Error::TooLarge { tensor: t.name.clone(), bytes: row_f32 + 4, limit, limit_name: "maxStorageBufferBindingSize" });
-        }
-        let mut parts = Vec::new();
-        let mut r0 = 0u64;
-        while r0 < rows as u64 {
-            let n = per_part.min(rows as u64 - r0);
-            let buffer = gpu.storage(&t.name, n * row_f32 + 4);
-            made.push(buffer.clone());
-            let mut done = 0u64;
-            while done < n {
-                let m = (n - done).min(step);
-                let vals = rows_f32(src, t, cols, row_bytes, r0 + done, m)?;
-                gpu.queue.write_buffer(&buffer, done * row_f32, bytemuck::cast_slice(&vals));
-                done += m;
-            }
-            parts.push(MatPart { row_start: r0 as u32, rows: n as u32, buffer });
-            r0 += n;
-        }
-        Matrix { ty: GgmlType::F32, rows, cols, parts }
-    };
-    let xb = gpu.storage("probe x", x.len() as u64 * 4);
-    gpu.queue.write_buffer(&xb, 0, bytemuck::cast_slice(x));
-    let y = gpu.storage("probe y", rows as u64 * 4);
-    made.extend([xb.clone(), y.clone()]);
-
-    let mut kernels = Kernels::new();
-    let mut b = Builder { gpu, kernels: &mut kernels, out: Vec::new(), buffers: Vec::new() };
-    b.matvec(&w, &xb, &y, false);
-    let Builder { out: program, buffers, .. } = b;
-    made.extend(buffers);
-    let mut enc = gpu.device.create_command_encoder(&Default::default());
-    {
-        let mut pass = enc.begin_compute_pass(&Default::default());
-        record(&mut pass, &program);
+        oneshot::matvec(gpu, &Dequantised { src, t, rows, cols }, GgmlType::F32, 0, rows, cols, x).await
     }
-    gpu.queue.submit([enc.finish()]);
-    let out = gpu.read(&y, rows as u64 * 4).await?;
-    Ok(bytemuck::pod_collect_to_vec(&out))
 }
 
 /// The CPU reference for [`matvec`]: `ref[r] = sum_c W[r][c] * x[c]` with `W` dequantised to f32

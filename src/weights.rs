@@ -267,23 +267,32 @@ impl<'a> Loader<'a> {
         Ok(buf)
     }
 
+    /// `count` items (rows, or whole experts) of `item_bytes` bytes each, stored from `offset`, in
+    /// as few buffers as the binding limit allows: (first item, items, buffer) per part. `unit`
+    /// names the items in part labels; `one` names a single item in the error when even one does
+    /// not fit.
+    fn parts(&mut self, name: &str, unit: &str, one: String, offset: u64, count: u32, item_bytes: u64) -> Result<Vec<(u32, u32, wgpu::Buffer)>> {
+        let fit = per_binding(self.max_binding, item_bytes);
+        if fit == 0 {
+            return Err(Error::TooLarge { tensor: one, bytes: padded(item_bytes), limit: self.max_binding, limit_name: "maxStorageBufferBindingSize" });
+        }
+        let per_part = fit.min(count as u64) as u32;
+        let mut out = Vec::new();
+        let mut i0 = 0u32;
+        while i0 < count {
+            let n = per_part.min(count - i0);
+            let label = if n == count { name.to_string() } else { format!("{name}[{unit}{i0}..{}]", i0 + n) };
+            out.push((i0, n, self.raw(&label, offset + i0 as u64 * item_bytes, n as u64 * item_bytes)?));
+            i0 += n;
+        }
+        Ok(out)
+    }
+
     /// A `[rows][cols]` matrix of type `ty` stored at `offset` in the source, kept as stored.
     pub(crate) fn matrix(&mut self, name: &str, ty: GgmlType, offset: u64, rows: u32, cols: u32) -> Result<Matrix> {
-        let row_bytes = ty.tensor_bytes(cols as u64).filter(|_| cols > 0).ok_or_else(|| bad_cols(name, ty, cols as u64))?;
-        let fit = per_binding(self.max_binding, row_bytes);
-        if fit == 0 {
-            return Err(Error::TooLarge { tensor: name.into(), bytes: padded(row_bytes), limit: self.max_binding, limit_name: "maxStorageBufferBindingSize" });
-        }
-        let per_part = fit.min(rows as u64) as u32;
-        let mut parts = Vec::new();
-        let mut r0 = 0u32;
-        while r0 < rows {
-            let n = per_part.min(rows - r0);
-            let label = if n == rows { name.to_string() } else { format!("{name}[{r0}..{}]", r0 + n) };
-            let buffer = self.raw(&label, offset + r0 as u64 * row_bytes, n as u64 * row_bytes)?;
-            parts.push(MatPart { row_start: r0, rows: n, buffer });
-            r0 += n;
-        }
+        let row_bytes = row_bytes(name, ty, cols)?;
+        let parts = self.parts(name, "", name.into(), offset, rows, row_bytes)?;
+        let parts = parts.into_iter().map(|(row_start, rows, buffer)| MatPart { row_start, rows, buffer }).collect();
         Ok(Matrix { ty, rows, cols, parts })
     }
 
@@ -311,26 +320,13 @@ impl<'a> Loader<'a> {
 
     /// An expert stack `[experts][rows][cols]` of type `ty` at `offset`, split by whole experts.
     pub(crate) fn experts(&mut self, name: &str, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32) -> Result<Experts> {
-        let row_bytes = ty.tensor_bytes(cols as u64).filter(|_| cols > 0).ok_or_else(|| bad_cols(name, ty, cols as u64))?;
+        let row_bytes = row_bytes(name, ty, cols)?;
         if rows > 65535 {
             // matvec_exp and moe_down dispatch a workgroup per 64 / TPR rows in x (at most 65535).
             return Err(Error::Config(format!("{name}: {rows} rows per expert; the expert kernels handle at most 65535")));
         }
-        let expert_bytes = rows as u64 * row_bytes;
-        let fit = per_binding(self.max_binding, expert_bytes);
-        if fit == 0 {
-            return Err(Error::TooLarge { tensor: format!("{name} (one expert)"), bytes: padded(expert_bytes), limit: self.max_binding, limit_name: "maxStorageBufferBindingSize" });
-        }
-        let per_part = fit.min(experts as u64) as u32;
-        let mut parts = Vec::new();
-        let mut e0 = 0u32;
-        while e0 < experts {
-            let n = per_part.min(experts - e0);
-            let label = if n == experts { name.to_string() } else { format!("{name}[experts {e0}..{}]", e0 + n) };
-            let buffer = self.raw(&label, offset + e0 as u64 * expert_bytes, n as u64 * expert_bytes)?;
-            parts.push(ExpertPart { expert_start: e0, experts: n, buffer });
-            e0 += n;
-        }
+        let parts = self.parts(name, "experts ", format!("{name} (one expert)"), offset, experts, rows as u64 * row_bytes)?;
+        let parts = parts.into_iter().map(|(expert_start, experts, buffer)| ExpertPart { expert_start, experts, buffer }).collect();
         Ok(Experts { ty, experts, rows, cols, parts })
     }
 }
@@ -343,6 +339,11 @@ impl Drop for Loader<'_> {
             b.destroy();
         }
     }
+}
+
+/// Bytes of one stored row of `cols` weights of type `ty`.
+fn row_bytes(name: &str, ty: GgmlType, cols: u32) -> Result<u64> {
+    ty.tensor_bytes(cols as u64).filter(|_| cols > 0).ok_or_else(|| bad_cols(name, ty, cols as u64))
 }
 
 fn bad_cols(name: &str, ty: GgmlType, cols: u64) -> Error {

@@ -58,3 +58,11 @@ fn scale_min_k4(j: u32, s0: u32, s1: u32, s2: u32) -> vec4<u32> {
   let hi = (c & vec4<u32>(15u)) | (((a >> vec4<u32>(6u)) & vec4<u32>(3u)) << vec4<u32>(4u));
   return select(a & vec4<u32>(63u), hi, j >= 4u);
 }
+
+// Q4_K / Q5_K: (d * scale, dmin * min) of sub-blocks 2c and 2c + 1 of the block whose first word
+// is w0 (f16 d and dmin, then the 12 scale bytes): (d1, m1, d2, m2).
+fn k4_chunk_scales(w0: u32, c: u32) -> vec4<f32> {
+  let dm = unpack2x16float(W[w0]);
+  let sm = vec4<f32>(scale_min_k4(2u * c, W[w0 + 1u], W[w0 + 2u], W[w0 + 3u]));
+  return vec4<f32>(dm.x, dm.y, dm.x, dm.y) * sm;
+}

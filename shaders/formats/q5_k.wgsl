@@ -4,7 +4,7 @@
 // fifth bit (value 16) from qh[l]: bit 2c for weight 64c + l, bit 2c + 1 for 64c + 32 + l;
 // value (d * sc) * q - dmin * m (ggml-quants.c dequantize_row_q5_K). Blocks are word aligned.
 // One unit = two words of a chunk's qs, bytes 32c + 8k' .. + 8 (k' < 4), and the matching two
-// words of qh: 16 weights; 16 units per block. scale_min_k4 (same packing as Q4_K) is in common.wgsl.
+// words of qh: 16 weights; 16 units per block. k4_chunk_scales (same packing as Q4_K) is in common.wgsl.
 // The interface is described in f32.wgsl.
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 176u;
@@ -15,12 +15,11 @@ fn unit_dot(rb: u32, u: u32, xo: u32) -> f32 {
   let c = (u >> 2u) & 3u;
   let k = 2u * (u & 3u);
   let w0 = (rb >> 2u) + 44u * blk;
-  let dm = unpack2x16float(W[w0]);
-  let sm = vec4<f32>(scale_min_k4(2u * c, W[w0 + 1u], W[w0 + 2u], W[w0 + 3u]));
-  let d1 = dm.x * sm.x;
-  let m1 = dm.y * sm.y;
-  let d2 = dm.x * sm.z;
-  let m2 = dm.y * sm.w;
+  let s = k4_chunk_scales(w0, c);
+  let d1 = s.x;
+  let m1 = s.y;
+  let d2 = s.z;
+  let m2 = s.w;
   let wa = W[w0 + 12u + 8u * c + k];
   let wb = W[w0 + 13u + 8u * c + k];
   let ha = W[w0 + 4u + k];
@@ -44,10 +43,9 @@ fn dequant(rb: u32, i: u32) -> f32 {
   let hi = (e >> 5u) & 1u;
   let l = e & 31u;
   let w0 = bb >> 2u;
-  let dm = unpack2x16float(W[w0]);
-  let sm = scale_min_k4(2u * c, W[w0 + 1u], W[w0 + 2u], W[w0 + 3u]);
-  let sc = select(sm.xy, sm.zw, hi == 1u);
+  let s = k4_chunk_scales(w0, c);
+  let dm = select(s.xy, s.zw, hi == 1u);
   let h = ((b8(bb + 16u + l) >> (2u * c + hi)) & 1u) << 4u;
   let q = ((b8(bb + 48u + 32u * c + l) >> (4u * hi)) & 15u) | h;
-  return (dm.x * f32(sc.x)) * f32(q) - dm.y * f32(sc.y);
+  return dm.x * f32(q) - dm.y;
 }
