@@ -1,0 +1,50 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! The native CLI end to end: `run --dump-logits` writes every row in the layout of
+//! `../shared/reference/*.logits.f32` and they match the reference; `run` prints the greedy
+//! continuation, the top-5 and the weights-on-GPU line; `info` derives the config; a bad file
+//! fails with a named error and a non-zero exit.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+fn cli(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_webgpu-llama"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", std::env::var("XDG_RUNTIME_DIR").unwrap_or_else(|_| "/tmp".into()))
+        .output()
+        .expect("run the CLI");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn run_dump_logits_matches_the_reference() {
+    let c = case("stories260K-moe4x-top2-q8_0");
+    let model = model_path(&c.model);
+    let dump = std::env::temp_dir().join(format!("webgpu-llama-cli-{}.f32", std::process::id()));
+    let tokens = c.prompt.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",");
+    let (ok, out) = cli(&["run", model.to_str().unwrap(), "--tokens", &tokens, "-n", "20", "--dump-logits", dump.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let greedy = c.greedy.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",");
+    assert!(out.contains(&format!("greedy ids: {greedy}")), "{out}");
+    assert!(out.contains("top-5 after the prompt") && out.contains("weights on GPU: "), "{out}");
+    let raw = std::fs::read(&dump).unwrap();
+    std::fs::remove_file(&dump).ok();
+    let rows: Vec<f32> = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    assert_eq!(rows.len(), c.rows.len() * c.vocab, "every row of prompt ++ greedy[:-1]");
+    for (i, (got, want)) in rows.chunks(c.vocab).zip(&c.rows).enumerate() {
+        let e = max_abs(got, want);
+        assert!(e <= 2e-3, "row {i}: max abs {e}");
+    }
+}
+
+#[test]
+fn info_prints_the_config_and_bad_files_fail() {
+    let model = model_path("stories260K.gguf");
+    let (ok, out) = cli(&["info", model.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(out.contains("GGUF v") && out.contains("token_embd.weight") && out.contains("d: 64"), "{out}");
+    let (ok, out) = cli(&["run", "/nonexistent.gguf", "--tokens", "1"]);
+    assert!(!ok && out.contains("cannot read /nonexistent.gguf"), "{out}");
+}
