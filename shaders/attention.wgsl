@@ -1,84 +1,114 @@
-// attention: causal softmax attention for one new query position, grouped KV heads (GQA):
-// o_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t over cached positions t = 0..pos,
-// query head h reading KV head h / (n_heads / n_kv) (Vaswani et al. 2017; Ainslie et al. 2023).
-// Bindings: 0 step {pos, ..}, 1 {n_heads, n_kv, head_dim, ctx}, 2 q (the first n_heads*head_dim
-// of [q | k | v]), 3 kc, 4 vc [ctx][n_kv*head_dim], 5 o [n_heads*head_dim], 6 scores
-// [n_heads][ctx] (scratch: no workgroup-memory cap on the context).
-// One workgroup of WG threads per query head (composed by gpu::compose: 256 on GPUs, 64 on CPU
-// adapters such as SwiftShader and lavapipe, where every barrier costs per invocation). Scores:
-// one position per thread. Output: the positions are split over WG / head_dim groups of threads
-// (one dim each), so no thread walks the whole context alone (that serial walk was the decode
-// bottleneck at long contexts on the H200), then the groups' partial sums are added.
-struct Step { pos: u32, token: u32, n: u32, _p: u32 };
-struct P { n_heads: u32, n_kv: u32, head_dim: u32, ctx: u32 };
-@group(0) @binding(0) var<uniform> st: Step;
-@group(0) @binding(1) var<uniform> p: P;
-@group(0) @binding(2) var<storage, read> q: array<f32>;
+// attention: causal GQA softmax attention of a batch of tokens (positions pos0 .. pos0 + n)
+// against the KV cache (positions 0 .. pos0 + n, the batch's keys already written by rope_kv):
+// o_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t over t <= the query's position, query
+// head h reading KV head h / (n_heads / n_kv) (Vaswani et al. 2017; Ainslie et al. 2023), computed
+// tile by tile of keys with an online softmax (FlashAttention, Dao et al. 2022) and optionally
+// split over the keys (flash-decoding: partial results combined by attention_combine.wgsl).
+// Composed (kernels::compose) with `const HD` (head dim), `TPQ` (threads per query row: a power
+// of two dividing HD) and `BKV` (keys per tile).
+// Rows: the (token, query head) pairs of one KV head, so a K/V tile in workgroup memory serves
+// every query head of its group. Workgroup (x, y, z): BQ = 64 / TPQ rows from x * BQ, KV head y,
+// key split z of num_workgroups.z. A row's TPQ threads each hold HD / TPQ dims of q and of the
+// output; per tile they write partial dot products, add them up key by key (each thread a share
+// of the keys), and all then read the row's scores for the softmax and the V product.
+// Bindings: 0 {n_heads, n_kv, q_stride, o_stride, scale}, 1 step {n_tokens, pos0}, 2 qkv
+// [tokens][q_stride] (q of head h at h * HD), 3 kc, 4 vc [ctx][n_kv * HD], 5 o [tokens][o_stride],
+// 6 partials [split][token][head][HD + 2] (acc, max, sum) when num_workgroups.z > 1.
+struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
+struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<uniform> st: Step;
+@group(0) @binding(2) var<storage, read> qkv: array<f32>;
 @group(0) @binding(3) var<storage, read> kc: array<f32>;
 @group(0) @binding(4) var<storage, read> vc: array<f32>;
 @group(0) @binding(5) var<storage, read_write> o: array<f32>;
-@group(0) @binding(6) var<storage, read_write> sc: array<f32>;
-var<workgroup> part: array<f32, WG>;
+@group(0) @binding(6) var<storage, read_write> partials: array<f32>;
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
-  let h = wg.x;
-  let hd = p.head_dim;
-  let kvh = h / (p.n_heads / p.n_kv);
-  let kvd = p.n_kv * hd;
-  let qo = h * hd;
-  let ko = kvh * hd;
-  let so = h * p.ctx;
-  let n = st.pos + 1u;
-  let scale = 1.0 / sqrt(f32(hd));
-  var m = -3.4e38;
-  for (var t = l.x; t < n; t += WG) {
-    var s = 0.0;
-    for (var d = 0u; d < hd; d++) { s += q[qo + d] * kc[t * kvd + ko + d]; }
-    s = s * scale;
-    sc[so + t] = s;
-    m = max(m, s);
-  }
-  part[l.x] = m;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (l.x < k) { part[l.x] = max(part[l.x], part[l.x + k]); }
-    workgroupBarrier();
-  }
-  let mx = part[0];
-  workgroupBarrier();
-  var z = 0.0;
-  for (var t = l.x; t < n; t += WG) { let e = exp(sc[so + t] - mx); sc[so + t] = e; z += e; }
-  part[l.x] = z;
-  workgroupBarrier();
-  for (var k = WG / 2u; k > 0u; k >>= 1u) {
-    if (l.x < k) { part[l.x] += part[l.x + k]; }
-    workgroupBarrier();
-  }
-  let zz = part[0];
-  // Every thread's scores must be visible (and part[0] read) before the output pass.
-  storageBarrier();
-  workgroupBarrier();
-  let groups = max(1u, WG / hd);
-  if (groups == 1u) {
-    for (var d = l.x; d < hd; d += WG) {
-      var acc = 0.0;
-      for (var t = 0u; t < n; t++) { acc += sc[so + t] * vc[t * kvd + ko + d]; }
-      o[qo + d] = acc / zz;
+const BQ: u32 = 64u / TPQ;
+const DPT: u32 = HD / TPQ;
+const NEG: f32 = -3.0e38; // a masked score
+var<workgroup> Kt: array<f32, BKV * HD>;
+var<workgroup> Vt: array<f32, BKV * HD>;
+var<workgroup> S: array<f32, 64u * BKV>; // [row][thread of row][key]; then [row][key] scores
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_id) l: vec3u) {
+  let g = p.n_heads / p.n_kv;
+  let kvh = wg.y;
+  let kvd = p.n_kv * HD;
+  let r = l.x / TPQ;
+  let sub = l.x % TPQ;
+  let rows = st.n_tokens * g;
+  let row = min(wg.x * BQ + r, rows - 1u); // idle threads mirror the last row
+  let live = wg.x * BQ + r < rows;
+  let t = row / g;
+  let h = kvh * g + row % g;
+  let qpos = st.pos0 + t;
+  // Keys this workgroup needs, and this split's share (whole tiles).
+  let kall = st.pos0 + (min(wg.x * BQ + BQ, rows) - 1u) / g + 1u;
+  let per = ((kall + nwg.z - 1u) / nwg.z + BKV - 1u) / BKV * BKV;
+  let kbeg = wg.z * per;
+  let kend = min(kall, kbeg + per);
+  var q: array<f32, DPT>;
+  var acc: array<f32, DPT>;
+  let qo = t * p.q_stride + h * HD + sub * DPT;
+  for (var d = 0u; d < DPT; d++) { q[d] = qkv[qo + d] * p.scale; }
+  var m = NEG;
+  var lsum = 0.0;
+  let so = (r * TPQ + sub) * BKV;
+  let ro = r * TPQ * BKV;
+  for (var kb = kbeg; kb < kend; kb += BKV) {
+    for (var i = l.x; i < BKV * HD; i += 64u) {
+      let key = kb + i / HD;
+      let src = key * kvd + kvh * HD + i % HD;
+      var k = 0.0;
+      var v = 0.0;
+      if (key < kend) {
+        k = kc[src];
+        v = vc[src];
+      }
+      Kt[i] = k;
+      Vt[i] = v;
     }
-  } else {
-    let d = l.x % hd;
-    let grp = l.x / hd;
-    var acc = 0.0;
-    if (grp < groups) {
-      for (var t = grp; t < n; t += groups) { acc += sc[so + t] * vc[t * kvd + ko + d]; }
-    }
-    part[l.x] = acc;
     workgroupBarrier();
-    if (grp == 0u) {
+    for (var j = 0u; j < BKV; j++) {
       var s = 0.0;
-      for (var g = 0u; g < groups; g++) { s += part[g * hd + d]; }
-      o[qo + d] = s / zz;
+      for (var d = 0u; d < DPT; d++) { s += q[d] * Kt[j * HD + sub * DPT + d]; }
+      S[so + j] = s;
+    }
+    workgroupBarrier();
+    for (var j = sub; j < BKV; j += TPQ) {
+      var s = 0.0;
+      for (var e = 0u; e < TPQ; e++) { s += S[ro + e * BKV + j]; }
+      let key = kb + j;
+      S[ro + j] = select(NEG, s, key <= qpos && key < kend);
+    }
+    workgroupBarrier();
+    var mt = m;
+    for (var j = 0u; j < BKV; j++) { mt = max(mt, S[ro + j]); }
+    let corr = exp(m - mt);
+    lsum *= corr;
+    for (var d = 0u; d < DPT; d++) { acc[d] *= corr; }
+    for (var j = 0u; j < BKV; j++) {
+      let s = S[ro + j];
+      let pj = select(0.0, exp(s - mt), s > 0.5 * NEG);
+      lsum += pj;
+      for (var d = 0u; d < DPT; d++) { acc[d] += pj * Vt[j * HD + sub * DPT + d]; }
+    }
+    m = mt;
+    workgroupBarrier();
+  }
+  if (!live) { return; }
+  if (nwg.z == 1u) {
+    let oo = t * p.o_stride + h * HD + sub * DPT;
+    for (var d = 0u; d < DPT; d++) { o[oo + d] = acc[d] / lsum; }
+  } else {
+    let base = ((wg.z * st.n_tokens + t) * p.n_heads + h) * (HD + 2u);
+    for (var d = 0u; d < DPT; d++) { partials[base + sub * DPT + d] = acc[d]; }
+    if (sub == 0u) {
+      partials[base + HD] = m;
+      partials[base + HD + 1u] = lsum;
     }
   }
 }

@@ -1,16 +1,20 @@
-// matvec_exp: the selected experts' gate or up projections, Y[j][r] = sum_c W[sel[j]][r][c] X[c],
-// over an expert stack [E][rows][cols] kept in its GGUF storage format, split into parts of whole
-// experts (experts e0 .. e0 + ne in this dispatch's buffer; a pick outside them is another
-// part's). Composed like matvec.wgsl (TPR, RPW, formats/common.wgsl, formats/<type>.wgsl).
-// Bindings: 0 {rows = ff_exp, cols = d, e0 | ne << 16, y0}, 1 sel [k] u32, 2 W: experts e0.. as stored
-// (expert e row r at byte ((e - e0) * rows + r) * row_bytes), 3 X [cols], 4 Y: [k][rows] from Y[y0].
-// Workgroup (x, j): RPW rows x TPR threads of pick j, reduced in workgroup memory as matvec.
-struct P { rows: u32, cols: u32, experts: u32, y0: u32 };
+// matvec_exp: the selected experts' gate or up projections per token,
+// Y[i][y0 + j * rows + r] = sum_c W[sel[i][j]][r][c] X[i][c], over an expert stack
+// [E][rows][cols] kept in its GGUF storage format, split into parts of whole experts (experts
+// e0 .. e0 + ne in this dispatch's buffer; a pick outside them is another part's). Composed like
+// matvec.wgsl (TPR, RPW, formats/common.wgsl, formats/<type>.wgsl).
+// Bindings: 0 {rows = ff_exp, cols = d, e0 | ne << 16, y0, k, x_stride, y_stride}, 1 step
+// {n_tokens}, 2 sel [tokens][k] u32, 3 W: experts e0.. as stored (expert e row r at byte
+// ((e - e0) * rows + r) * row_bytes), 4 X [tokens][x_stride], 5 Y [tokens][y_stride].
+// Workgroup (x, j, i): RPW rows x TPR threads of pick j of token i, reduced in workgroup memory.
+struct P { rows: u32, cols: u32, experts: u32, y0: u32, k: u32, x_stride: u32, y_stride: u32, _a: u32 };
+struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> sel: array<u32>;
-@group(0) @binding(2) var<storage, read> W: array<u32>;
-@group(0) @binding(3) var<storage, read> X: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(1) var<uniform> st: Step;
+@group(0) @binding(2) var<storage, read> sel: array<u32>;
+@group(0) @binding(3) var<storage, read> W: array<u32>;
+@group(0) @binding(4) var<storage, read> X: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> Y: array<f32>;
 var<workgroup> part: array<f32, 64>;
 
 @compute @workgroup_size(64)
@@ -18,22 +22,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let t = l.x % TPR;
   let row = wg.x * RPW + l.x / TPR;
   let j = wg.y;
-  let e = sel[j];
+  let i = wg.z;
+  let e = sel[min(i, st.n_tokens - 1u) * p.k + j];
   let e0 = p.experts & 0xffffu;
   let ne = p.experts >> 16u;
-  let mine = row < p.rows && e >= e0 && e < e0 + ne;
+  let mine = row < p.rows && i < st.n_tokens && e >= e0 && e < e0 + ne;
   var s = 0.0;
   if (mine) {
     let rb = ((e - e0) * p.rows + row) * (p.cols / BLOCK_ELEMS * BLOCK_BYTES);
-    let units = p.cols / UNIT;
-    for (var u = t; u < units; u += TPR) { s += unit_dot(rb, u, 0u); }
-    for (var c = units * UNIT + t; c < p.cols; c += TPR) { s += dequant(rb, c) * x1(c); }
+    s = row_dot(rb, p.cols, i * p.x_stride, t, TPR);
   }
   part[l.x] = s;
   workgroupBarrier();
-  for (var k = TPR / 2u; k > 0u; k >>= 1u) {
-    if (t < k) { part[l.x] += part[l.x + k]; }
+  for (var h = TPR / 2u; h > 0u; h >>= 1u) {
+    if (t < h) { part[l.x] += part[l.x + h]; }
     workgroupBarrier();
   }
-  if (t == 0u && mine) { Y[p.y0 + j * p.rows + row] = part[l.x]; }
+  if (t == 0u && mine) { Y[i * p.y_stride + p.y0 + j * p.rows + row] = part[l.x]; }
 }

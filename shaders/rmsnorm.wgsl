@@ -1,16 +1,20 @@
-// rmsnorm: y = x / sqrt(mean(x^2) + eps) * w   (RMSNorm, Zhang & Sennrich 2019; llama.cpp ggml_rms_norm).
-// Bindings: 0 {n, eps}, 1 x [n], 2 w [n], 3 y [n]. One workgroup of 256.
+// rmsnorm: y = x / sqrt(mean(x^2) + eps) * w per token row (RMSNorm, Zhang & Sennrich 2019;
+// llama.cpp ggml_rms_norm). Bindings: 0 {n, eps}, 1 step {n_tokens}, 2 x [tokens][n], 3 w [n],
+// 4 y [tokens][n]. One workgroup of 256 per token (grid (n_tokens, 1)).
 struct P { n: u32, eps: f32, _a: u32, _b: u32 };
+struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<uniform> st: Step;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> w: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
 var<workgroup> part: array<f32, 256>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_id) l: vec3u) {
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  let o = min(wg.x, st.n_tokens - 1u) * p.n;
   var s = 0.0;
-  for (var i = l.x; i < p.n; i += 256u) { s += x[i] * x[i]; }
+  for (var i = l.x; i < p.n; i += 256u) { s += x[o + i] * x[o + i]; }
   part[l.x] = s;
   workgroupBarrier();
   for (var k = 128u; k > 0u; k >>= 1u) {
@@ -18,5 +22,5 @@ fn main(@builtin(local_invocation_id) l: vec3u) {
     workgroupBarrier();
   }
   let inv = 1.0 / sqrt(part[0] / f32(p.n) + p.eps);
-  for (var i = l.x; i < p.n; i += 256u) { y[i] = x[i] * inv * w[i]; }
+  for (var i = l.x; i < p.n; i += 256u) { y[o + i] = x[o + i] * inv * w[i]; }
 }

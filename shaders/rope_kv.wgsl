@@ -1,15 +1,16 @@
-// rope_kv: RoPE on q (in place) and k, then k and v into the KV cache at position st.pos.
-// RoPE as in the seed and llama.cpp's normal (non-NeoX) mode: adjacent pairs (2j, 2j+1) of each
-// head rotate by angle pos * freq_j; only the first n_rot dims rotate, the rest pass through.
-// cs holds cos and sin per (pos, j), computed on the CPU in f64 (freq_j = theta^(-2j/n_rot),
-// divided by Llama-3 rope_freqs factors and linear scaling when present).
-// Bindings: 0 step {pos, ..}, 1 {n_heads, n_kv, head_dim, n_rot}, 2 cs [ctx][n_rot/2][2],
-// 3 qkv [q | k | v] as the fused projection writes it (q: n_heads*head_dim, k and v:
-// n_kv*head_dim), 4 kc, 5 vc [ctx][n_kv*head_dim].
-struct Step { pos: u32, token: u32, n: u32, _p: u32 };
-struct P { n_heads: u32, n_kv: u32, head_dim: u32, n_rot: u32 };
-@group(0) @binding(0) var<uniform> st: Step;
-@group(0) @binding(1) var<uniform> p: P;
+// rope_kv: RoPE on q (in place) and k, then k and v into the KV cache, for each token i of the
+// batch at position pos0 + i. RoPE as in the seed and llama.cpp's normal (non-NeoX) mode:
+// adjacent pairs (2j, 2j+1) of each head rotate by angle pos * freq_j; only the first n_rot dims
+// rotate, the rest pass through. cs holds cos and sin per (pos, j), computed on the CPU in f64
+// (freq_j = theta^(-2j/n_rot), divided by Llama-3 rope_freqs factors and linear scaling).
+// Bindings: 0 {n_heads, n_kv, head_dim, n_rot, qkv_stride}, 1 step {n_tokens, pos0}, 2 cs
+// [ctx][n_rot/2][2], 3 qkv [tokens][qkv_stride]: [q | k | v] as the fused projection writes it
+// (q: n_heads*head_dim, k and v: n_kv*head_dim), 4 kc, 5 vc [ctx][n_kv*head_dim].
+// Grid (max(q pairs, kv dims) / 64, n_tokens).
+struct P { n_heads: u32, n_kv: u32, head_dim: u32, n_rot: u32, qkv_stride: u32, _a: u32, _b: u32, _c: u32 };
+struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<uniform> st: Step;
 @group(0) @binding(2) var<storage, read> cs: array<f32>;
 @group(0) @binding(3) var<storage, read_write> q: array<f32>;
 @group(0) @binding(4) var<storage, read_write> kc: array<f32>;
@@ -17,27 +18,33 @@ struct P { n_heads: u32, n_kv: u32, head_dim: u32, n_rot: u32 };
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {
+  if (g.y >= st.n_tokens) { return; }
+  let pos = st.pos0 + g.y;
+  let row = g.y * p.qkv_stride;
   let half = p.head_dim / 2u;
   let rot = p.n_rot / 2u;
   let kvd = p.n_kv * p.head_dim;
-  let k0 = p.n_heads * p.head_dim;
+  let k0 = row + p.n_heads * p.head_dim;
   let v0 = k0 + kvd;
   let i = g.x;
-  let h = i / half;
   let j = i % half;
-  let a = h * p.head_dim + 2u * j;
-  let t = 2u * (st.pos * rot + j);
+  let a = (i / half) * p.head_dim + 2u * j;
+  let t = 2u * (pos * rot + j);
   if (i < p.n_heads * half && j < rot) {
-    let c = cs[t]; let s = cs[t + 1u];
-    let x0 = q[a]; let x1 = q[a + 1u];
-    q[a] = x0 * c - x1 * s;
-    q[a + 1u] = x0 * s + x1 * c;
+    let c = cs[t];
+    let s = cs[t + 1u];
+    let x0 = q[row + a];
+    let x1 = q[row + a + 1u];
+    q[row + a] = x0 * c - x1 * s;
+    q[row + a + 1u] = x0 * s + x1 * c;
   }
   if (i < p.n_kv * half) {
-    let x0 = q[k0 + a]; let x1 = q[k0 + a + 1u];
-    let o = st.pos * kvd + a;
+    let x0 = q[k0 + a];
+    let x1 = q[k0 + a + 1u];
+    let o = pos * kvd + a;
     if (j < rot) {
-      let c = cs[t]; let s = cs[t + 1u];
+      let c = cs[t];
+      let s = cs[t + 1u];
       kc[o] = x0 * c - x1 * s;
       kc[o + 1u] = x0 * s + x1 * c;
     } else {
@@ -45,5 +52,5 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
       kc[o + 1u] = x1;
     }
   }
-  if (i < kvd) { vc[st.pos * kvd + i] = q[v0 + i]; }
+  if (i < kvd) { vc[pos * kvd + i] = q[v0 + i]; }
 }

@@ -145,7 +145,7 @@ fn tokens(n: u32, vocab: u32, salt: u32) -> Vec<u32> {
 pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOptions) -> Result<BenchReport> {
     let ctx = opts.ctx.unwrap_or(opts.prompt + opts.gen).max(opts.prompt + opts.gen);
     let t0 = Instant::now();
-    let llama = Llama::load(gpu, g, src, LoadOptions { ctx: Some(ctx), progress: None })?;
+    let llama = Llama::load(gpu, g, src, LoadOptions { ctx: Some(ctx), ..Default::default() })?;
     // Upload is queued: one tiny forward makes the load time include it.
     llama.forward(&[1], 0).await?;
     let load_s = t0.elapsed().as_secs_f64();
@@ -161,11 +161,9 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             let next = logits.iter().enumerate().fold((0, f32::MIN), |b, (j, &x)| if x > b.1 { (j, x) } else { b }).0 as u32;
             // forward() split in two, to time the CPU side of a token on its own.
             let te = Instant::now();
-            let readback = llama.submit(&[next], prompt.len() as u32 + i)?;
+            let pending = llama.submit(&[next], prompt.len() as u32 + i, false)?;
             encode += te.elapsed().as_secs_f64();
-            let data = llama.gpu().map_read(&readback).await?;
-            llama.recycle(readback);
-            logits = bytemuck::pod_collect_to_vec(&data);
+            logits = llama.read(pending).await?;
         }
         dec.push(opts.gen.max(1) as f64 / t.elapsed().as_secs_f64());
         enc.push(1e3 * encode / opts.gen.max(1) as f64);

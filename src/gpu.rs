@@ -1,17 +1,28 @@
-//! The wgpu context: device and queue, the device limits that decide how tensors are split,
-//! buffer helpers, and the compute pipelines built once from `shaders/*.wgsl`.
-//!
-//! The four kernels that read weights (`embed`, `matvec`, `matvec_exp`, `moe_down`) read them in
-//! the GGUF's stored format: each is composed at pipeline creation ([`compose`]) from
-//! `const TPR, RPW` (its workgroup shape), `shaders/formats/common.wgsl`, one
-//! `shaders/formats/<type>.wgsl` (the block layout: `unit_dot` and `dequant`) and the kernel file.
-//! Pipelines are built once, at load, for the (kernel, format, shape) triples the model uses.
+//! The wgpu context: device and queue, the device limits that decide how tensors are split and
+//! which kernel shapes fit, buffer helpers, and the [`Tuning`] that picks kernel variants (and
+//! that tests override to run every variant on any device). Kernels themselves: [`crate::kernels`].
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-use crate::ggml::GgmlType;
+use crate::kernels::Tile;
+
+/// Choices of kernel variant that depend on the device; [`Gpu::tuning_mut`] overrides them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tuning {
+    /// A CPU implementation of the API (lavapipe, SwiftShader): matrix-vector kernels take a
+    /// whole row per invocation, attention does not split keys.
+    pub cpu: bool,
+    /// Forced threads per row for the matrix-vector kernels (else [`crate::linear::threads_per_row`]).
+    pub tpr: Option<u32>,
+    /// Batches of at most this many tokens use the matrix-vector kernel (each weight read once,
+    /// multiplied into every token); larger ones the tiled matrix-matrix kernel.
+    pub matvec_max_tokens: u32,
+    /// The matrix-matrix tile.
+    pub tile: Tile,
+    /// Forced attention key splits for small batches (else [`crate::attention::splits`]).
+    pub splits: Option<u32>,
+}
 
 /// A device and queue, natively created or adopted from the host page, plus an error sink.
 #[derive(Clone)]
@@ -24,8 +35,7 @@ pub struct Gpu {
     pub adapter_info: String,
     errors: Arc<Mutex<Vec<String>>>,
     binding_cap: Option<u64>,
-    cpu: bool,
-    tpr: Option<u32>,
+    tuning: Tuning,
 }
 
 impl Gpu {
@@ -43,27 +53,33 @@ impl Gpu {
         }
         let name = adapter_info.to_lowercase();
         let cpu = ["llvmpipe", "lavapipe", "swiftshader", "software"].iter().any(|s| name.contains(s));
-        Gpu { device, queue, adapter_info, errors, binding_cap: None, cpu, tpr: None }
+        let mut gpu = Gpu { device, queue, adapter_info, errors, binding_cap: None, tuning: Tuning { cpu, tpr: None, matvec_max_tokens: 8, tile: Tile::PORTABLE, splits: None } };
+        gpu.tuning.tile = gpu.default_tile();
+        gpu
+    }
+
+    /// The tile the matrix-matrix kernel uses by default: the large one where the device allows
+    /// 32 KiB of workgroup memory and is a GPU, else the one that fits WebGPU's default 16 KiB.
+    fn default_tile(&self) -> Tile {
+        let shared = self.device.limits().max_compute_workgroup_storage_size;
+        if !self.tuning.cpu && shared >= Tile::LARGE.shared_bytes() { Tile::LARGE } else { Tile::PORTABLE }
+    }
+
+    /// The kernel variant choices in force.
+    pub fn tuning(&self) -> &Tuning {
+        &self.tuning
+    }
+
+    /// Overrides kernel variant choices (tests run every variant on one device). Set before
+    /// loading a model: the program is built with the choices of that moment.
+    pub fn tuning_mut(&mut self) -> &mut Tuning {
+        &mut self.tuning
     }
 
     /// Whether the device is a CPU implementation of the API (lavapipe, SwiftShader: detected
-    /// from the adapter's type natively, from its name otherwise); the weight kernels then use a
-    /// workgroup shape that suits SIMD lanes rather than GPU memory coalescing
-    /// ([`threads_per_row`]).
+    /// from the adapter's type natively, from its name otherwise), see [`Tuning::cpu`].
     pub fn is_cpu(&self) -> bool {
-        self.cpu
-    }
-
-    /// Overrides [`Gpu::is_cpu`] (tests run both kernel shapes on one device).
-    pub fn set_cpu(&mut self, cpu: bool) {
-        self.cpu = cpu;
-    }
-
-    /// Forces the weight kernels' threads per row (a power of two from 1 to 64; `None`: the
-    /// [`threads_per_row`] policy), so that tests can run every workgroup shape on any device.
-    pub fn set_threads_per_row(&mut self, tpr: Option<u32>) {
-        assert!(tpr.is_none_or(|t| t.is_power_of_two() && t <= WORKGROUP), "threads per row must be a power of two up to 64");
-        self.tpr = tpr;
+        self.tuning.cpu
     }
 
     /// Creates a native device (Vulkan, Metal or DX12; `WGPU_BACKEND` overrides) with the
@@ -89,7 +105,8 @@ impl Gpu {
             .await
             .map_err(|e| Error::Gpu(format!("could not create a device on {}: {e}", info.name)))?;
         let mut gpu = Gpu::from_device(device, queue, format!("{} ({:?}, {})", info.name, info.backend, info.driver_info), true);
-        gpu.cpu |= info.device_type == wgpu::DeviceType::Cpu;
+        gpu.tuning.cpu |= info.device_type == wgpu::DeviceType::Cpu;
+        gpu.tuning.tile = gpu.default_tile();
         Ok(gpu)
     }
 
@@ -140,15 +157,16 @@ impl Gpu {
         b
     }
 
-    /// A 16-byte uniform buffer holding four words.
-    pub fn uniform(&self, label: &str, words: [u32; 4]) -> wgpu::Buffer {
+    /// A uniform buffer holding `value` (a `#[repr(C)]` struct laid out as its WGSL twin).
+    pub fn uniform_of<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
+        let bytes = bytemuck::bytes_of(value);
         let b = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
-            size: 16,
+            size: (bytes.len() as u64).max(16).next_multiple_of(16),
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        self.queue.write_buffer(&b, 0, bytemuck::cast_slice(&words));
+        self.queue.write_buffer(&b, 0, bytes);
         b
     }
 
@@ -186,257 +204,5 @@ impl Gpu {
         rb.unmap();
         self.check()?;
         Ok(data)
-    }
-}
-
-/// The compute kernels, one WGSL file each under `shaders/`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    /// Token embedding gather (per weight format).
-    Embed,
-    /// RMSNorm.
-    RmsNorm,
-    /// Matrix-vector product (per weight format).
-    Matvec,
-    /// RoPE and KV-cache write.
-    RopeKv,
-    /// Causal GQA attention for one query position.
-    Attention,
-    /// MoE router top-k and gates.
-    MoeSelect,
-    /// Selected experts' gate/up projections (per weight format).
-    MatvecExp,
-    /// Selected experts' down projections, gated, into the residual (per weight format).
-    MoeDown,
-    /// SwiGLU activation.
-    Swiglu,
-}
-
-impl Kernel {
-    /// Every kernel.
-    pub const ALL: [Kernel; 9] = [
-        Kernel::Embed, Kernel::RmsNorm, Kernel::Matvec, Kernel::RopeKv, Kernel::Attention,
-        Kernel::MoeSelect, Kernel::MatvecExp, Kernel::MoeDown, Kernel::Swiglu,
-    ];
-
-    /// The kernel's WGSL source (for the weight kernels, without its format: see [`compose`]).
-    pub fn source(self) -> &'static str {
-        match self {
-            Kernel::Embed => include_str!("../shaders/embed.wgsl"),
-            Kernel::RmsNorm => include_str!("../shaders/rmsnorm.wgsl"),
-            Kernel::Matvec => include_str!("../shaders/matvec.wgsl"),
-            Kernel::RopeKv => include_str!("../shaders/rope_kv.wgsl"),
-            Kernel::Attention => include_str!("../shaders/attention.wgsl"),
-            Kernel::MoeSelect => include_str!("../shaders/moe_select.wgsl"),
-            Kernel::MatvecExp => include_str!("../shaders/matvec_exp.wgsl"),
-            Kernel::MoeDown => include_str!("../shaders/moe_down.wgsl"),
-            Kernel::Swiglu => include_str!("../shaders/swiglu.wgsl"),
-        }
-    }
-
-    /// The file stem, e.g. `matvec_exp`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::Embed => "embed",
-            Kernel::RmsNorm => "rmsnorm",
-            Kernel::Matvec => "matvec",
-            Kernel::RopeKv => "rope_kv",
-            Kernel::Attention => "attention",
-            Kernel::MoeSelect => "moe_select",
-            Kernel::MatvecExp => "matvec_exp",
-            Kernel::MoeDown => "moe_down",
-            Kernel::Swiglu => "swiglu",
-        }
-    }
-
-    /// Whether the kernel reads weights, and so is composed with a format file.
-    pub fn reads_weights(self) -> bool {
-        matches!(self, Kernel::Embed | Kernel::Matvec | Kernel::MatvecExp | Kernel::MoeDown)
-    }
-}
-
-/// Invocations per workgroup of the weight kernels.
-pub const WORKGROUP: u32 = 64;
-
-/// `shaders/formats/<type>.wgsl`: how the weight kernels read a matrix stored as `ty`.
-pub fn format_source(ty: GgmlType) -> &'static str {
-    match ty {
-        GgmlType::F32 => include_str!("../shaders/formats/f32.wgsl"),
-        GgmlType::F16 => include_str!("../shaders/formats/f16.wgsl"),
-        GgmlType::BF16 => include_str!("../shaders/formats/bf16.wgsl"),
-        GgmlType::Q4_0 => include_str!("../shaders/formats/q4_0.wgsl"),
-        GgmlType::Q4_1 => include_str!("../shaders/formats/q4_1.wgsl"),
-        GgmlType::Q5_0 => include_str!("../shaders/formats/q5_0.wgsl"),
-        GgmlType::Q5_1 => include_str!("../shaders/formats/q5_1.wgsl"),
-        GgmlType::Q8_0 => include_str!("../shaders/formats/q8_0.wgsl"),
-        GgmlType::Q2_K => include_str!("../shaders/formats/q2_k.wgsl"),
-        GgmlType::Q3_K => include_str!("../shaders/formats/q3_k.wgsl"),
-        GgmlType::Q4_K => include_str!("../shaders/formats/q4_k.wgsl"),
-        GgmlType::Q5_K => include_str!("../shaders/formats/q5_k.wgsl"),
-        GgmlType::Q6_K => include_str!("../shaders/formats/q6_k.wgsl"),
-    }
-}
-
-/// Weights per work unit of format `ty` (its file's `const UNIT`): one thread's step.
-pub fn format_unit(ty: GgmlType) -> u32 {
-    format_source(ty)
-        .lines()
-        .find_map(|l| l.strip_prefix("const UNIT: u32 = ")?.strip_suffix("u;")?.parse().ok())
-        .unwrap_or_else(|| panic!("shaders/formats/{}.wgsl has no `const UNIT: u32 = Nu;`", ty.name().to_lowercase()))
-}
-
-/// Threads per row (TPR) for a matrix-vector product over `rows` rows (all picks together for
-/// the expert kernels) of `cols` weights of format `ty`; a workgroup then holds 64 / TPR rows.
-///
-/// * On a GPU: the fewest threads per row, from 64 (or the row's work units rounded up to a
-///   power of two, if fewer) down to 4, that still give about 128k threads in all (enough to fill
-///   a large GPU): fewer threads per row give each thread more of a row's work units (more loads
-///   in flight, shorter reductions), too few leave the GPU idle. Measured on an H200 (Q4_K, warm
-///   clocks; `tests/formats.rs` bench): 32000 x 2048 takes 35 us at 16 threads per row and 41 at
-///   64; 2048 x 8192 takes 12 us at 64 and 22 at 16.
-/// * On a CPU implementation ([`Gpu::is_cpu`]: lavapipe, SwiftShader), 1: each invocation takes
-///   a whole row, so the SIMD lanes of a workgroup read the same `X` elements in step (a uniform
-///   address: one load instead of one per lane) and no reduction is needed; about 1.5x the
-///   decode speed of the GPU shapes on lavapipe.
-///
-/// [`Gpu::set_threads_per_row`] overrides both.
-pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
-    if let Some(t) = gpu.tpr {
-        return t;
-    }
-    if gpu.cpu {
-        return 1;
-    }
-    const THREADS: u64 = 128 * 1024;
-    let units = (cols / format_unit(ty)).max(1);
-    let mut t = units.next_power_of_two().clamp(4, WORKGROUP);
-    while t > 4 && rows as u64 * (t as u64 / 2) >= THREADS {
-        t /= 2;
-    }
-    t
-}
-
-/// The WGSL of `kernel`; weight kernels are composed with `format`'s file and the workgroup shape
-/// `tpr` threads per row (a power of two dividing [`WORKGROUP`]).
-pub fn compose(kernel: Kernel, format: Option<(GgmlType, u32)>) -> String {
-    match format {
-        Some((ty, tpr)) if kernel.reads_weights() => format!(
-            "// composed by gpu::compose: {kernel} for {ty}, {tpr} threads per row\n\
-             const TPR: u32 = {tpr}u;\nconst RPW: u32 = {rpw}u;\n{common}\n{fmt}\n{body}",
-            kernel = kernel.name(),
-            ty = ty.name(),
-            rpw = WORKGROUP / tpr,
-            common = include_str!("../shaders/formats/common.wgsl"),
-            fmt = format_source(ty),
-            body = kernel.source(),
-        ),
-        // Attention takes its workgroup size (the key's number) as a constant.
-        Some((_, wg)) if kernel == Kernel::Attention => {
-            format!("// composed by gpu::compose: attention, workgroup {wg}\nconst WG: u32 = {wg}u;\n{}", kernel.source())
-        }
-        _ => kernel.source().to_string(),
-    }
-}
-
-/// The attention kernel's workgroup size: 256 on GPUs (more threads per head in flight), 64 on
-/// CPU adapters (barriers cost per invocation there).
-pub fn attention_workgroup(gpu: &Gpu) -> u32 {
-    if gpu.is_cpu() { 64 } else { 256 }
-}
-
-/// A pipeline: a kernel, and for the weight kernels the format and threads per row (for
-/// attention, the number is its workgroup size).
-pub type PipelineKey = (Kernel, Option<(GgmlType, u32)>);
-
-/// Compute pipelines, each built once on first use (at load) and then shared.
-#[derive(Default)]
-pub struct Kernels {
-    pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,
-}
-
-impl Kernels {
-    /// No pipelines yet.
-    pub fn new() -> Kernels {
-        Kernels::default()
-    }
-
-    /// The pipeline for `key`, compiled on first use.
-    pub fn pipeline(&mut self, device: &wgpu::Device, key: PipelineKey) -> wgpu::ComputePipeline {
-        let key = if key.0.reads_weights() || key.0 == Kernel::Attention { key } else { (key.0, None) };
-        self.pipelines
-            .entry(key)
-            .or_insert_with(|| {
-                let label = match key.1 {
-                    Some((ty, tpr)) => format!("{} {} tpr {tpr}", key.0.name(), ty.name()),
-                    None => key.0.name().to_string(),
-                };
-                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(&label),
-                    source: wgpu::ShaderSource::Wgsl(compose(key.0, key.1).into()),
-                });
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(&label),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-            })
-            .clone()
-    }
-
-    /// Pipelines built so far.
-    pub fn len(&self) -> usize {
-        self.pipelines.len()
-    }
-
-    /// Whether none is built yet.
-    pub fn is_empty(&self) -> bool {
-        self.pipelines.is_empty()
-    }
-
-    /// A dispatch of `key` over `groups` with `buffers` bound at 0, 1, 2 ... in order.
-    pub fn dispatch(&mut self, device: &wgpu::Device, key: PipelineKey, buffers: &[&wgpu::Buffer], groups: (u32, u32)) -> Dispatch {
-        let pipeline = self.pipeline(device, key);
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
-            .collect();
-        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(key.0.name()),
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        Dispatch { kernel: key.0, pipeline, bind, groups }
-    }
-}
-
-/// One recorded dispatch: a kernel's pipeline, its bind group and its workgroup grid.
-pub struct Dispatch {
-    /// The kernel.
-    pub kernel: Kernel,
-    /// Its pipeline (shared with every dispatch of the same kernel, format and shape).
-    pub pipeline: wgpu::ComputePipeline,
-    /// Its bindings.
-    pub bind: wgpu::BindGroup,
-    /// Workgroups in x and y.
-    pub groups: (u32, u32),
-}
-
-/// A grid of `n` workgroups within the 65535-per-dimension limit: (x, y) with x * y >= n.
-/// Kernels recover the index as `wg.y * num_workgroups.x + wg.x` and skip indices past `n`.
-pub fn grid(n: u32) -> (u32, u32) {
-    let x = n.clamp(1, 65535);
-    (x, n.div_ceil(x).max(1))
-}
-
-/// Records `program` into one compute pass.
-pub fn record(pass: &mut wgpu::ComputePass<'_>, program: &[Dispatch]) {
-    for d in program {
-        pass.set_pipeline(&d.pipeline);
-        pass.set_bind_group(0, &d.bind, &[]);
-        pass.dispatch_workgroups(d.groups.0, d.groups.1, 1);
     }
 }

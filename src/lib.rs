@@ -4,7 +4,8 @@
 //!
 //! Layers, each using only the ones before it: [`gguf`] (container) -> [`ggml`] (tensor types,
 //! CPU dequantisation) -> [`config`] (hyperparameters) -> [`gpu`] (device, kernels) ->
-//! [`weights`] (upload) -> [`llama`] (forward program, KV cache). [`reference`] is a plain-Rust
+//! [`kernels`] (WGSL, pipeline keys) -> [`weights`] (upload) -> [`program`] (batched ops:
+//! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward). [`reference`] is a plain-Rust
 //! f64 forward pass used to check the GPU.
 
 pub mod error;
@@ -12,8 +13,14 @@ pub mod gguf;
 pub mod ggml;
 pub mod config;
 pub mod gpu;
+pub mod kernels;
 pub mod rope;
 pub mod weights;
+pub mod program;
+pub mod linear;
+pub mod ops;
+pub mod attention;
+pub mod moe;
 pub mod llama;
 pub mod oneshot;
 pub mod reference;

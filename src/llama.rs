@@ -1,20 +1,34 @@
-//! The forward program: pipelines, bind groups and uniforms built once at load; per token one
-//! command buffer whose only per-token input is a 16-byte step uniform (position, token id);
-//! only the last token's logits are read back. Owns the KV cache (f32, `[ctx][kv_dim]` per layer).
+//! The model on the GPU: weights, KV cache, activations for a batch of up to [`Llama::batch`]
+//! tokens, and the forward program (built once at load, [`crate::program`]) that prefill and
+//! decode share. A `forward` call runs its tokens in chunks of at most that many, one command
+//! buffer each; the only per-chunk writes are the step uniform and the token ids. Only the
+//! logits that are asked for are computed and read back: the last token's, or every token's.
 
 use std::cell::{Cell, RefCell};
 
+use crate::attention::{self, AttentionIo};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
-use crate::gpu::{grid, record, threads_per_row, Dispatch, Gpu, Kernel, Kernels, PipelineKey, WORKGROUP};
-use crate::weights::{Experts, Ffn, Matrix, Progress, TensorSource, Weights};
+use crate::gpu::Gpu;
+use crate::kernels::Kernels;
+use crate::linear::{Io, MATVEC_TOKENS};
+use crate::program::{Batch, Builder, Dispatch, Program, Step};
+use crate::weights::{Ffn, Progress, TensorSource, Weights};
+
+/// Default tokens per batch (prefill chunk).
+pub const DEFAULT_BATCH: u32 = 512;
+/// The logits of every token are computed in chunks whose logits fit this many bytes.
+const ALL_LOGITS_BYTES: u64 = 8 << 20;
 
 /// Options for [`Llama::load`].
 #[derive(Default)]
 pub struct LoadOptions<'a> {
     /// KV-cache length in positions (default `min(llama.context_length, 2048)`).
     pub ctx: Option<u32>,
+    /// Tokens per batch: longer prompts are processed in chunks of this many (default 512,
+    /// fewer when the activations would not fit one storage binding).
+    pub batch: Option<u32>,
     /// Called after each tensor is uploaded.
     pub progress: Option<&'a mut dyn FnMut(&Progress)>,
 }
@@ -25,120 +39,43 @@ pub struct Llama {
     /// The validated hyperparameters.
     pub config: Config,
     weights: Weights,
-    program: Vec<Dispatch>,
+    program: Program,
     step: wgpu::Buffer,
+    tokens: wgpu::Buffer,
     logits: wgpu::Buffer,
+    batch: u32,
+    logit_rows: u32,
     buffers: Vec<wgpu::Buffer>,
-    /// Mapped-and-unmapped logits readback buffers, reused: a fresh MAP_READ buffer per token
-    /// costs milliseconds on some drivers.
+    /// Logits readback buffers (one row each), reused: a fresh MAP_READ buffer per token costs
+    /// milliseconds on some drivers.
     readbacks: RefCell<Vec<wgpu::Buffer>>,
+    /// KV-cache positions written so far (a forward may start at any position up to this).
+    filled: Cell<u32>,
     disposed: Cell<bool>,
 }
 
-/// GPU buffers for the activations of one token.
-struct Acts {
-    x: wgpu::Buffer,
-    xn: wgpu::Buffer,
-    /// `[q | k | v]`.
-    qkv: wgpu::Buffer,
-    att: wgpu::Buffer,
-    /// `[g | u]` (dense: ff each; MoE: top-k x ff each), SwiGLU's output over g.
-    g: wgpu::Buffer,
-    logits: wgpu::Buffer,
-    router: wgpu::Buffer,
-    sel: wgpu::Buffer,
-    gate: wgpu::Buffer,
-    scores: wgpu::Buffer,
+/// A submitted forward pass's logits, to be read with [`Gpu::map_read`] and then given back
+/// with [`Llama::recycle`].
+pub struct Pending {
+    /// The MAP_READ buffer the logits are copied to.
+    pub buffer: wgpu::Buffer,
+    /// Rows of `vocab` logits in it.
+    pub rows: u32,
 }
 
-/// Builds the dispatch list; remembers every uniform it makes.
-pub(crate) struct Builder<'a> {
-    pub(crate) gpu: &'a Gpu,
-    pub(crate) kernels: &'a mut Kernels,
-    pub(crate) out: Vec<Dispatch>,
-    pub(crate) buffers: Vec<wgpu::Buffer>,
-}
-
-impl Builder<'_> {
-    pub(crate) fn uniform(&mut self, words: [u32; 4]) -> wgpu::Buffer {
-        let b = self.gpu.uniform("params", words);
-        self.buffers.push(b.clone());
-        b
-    }
-
-    fn push_key(&mut self, key: PipelineKey, bufs: &[&wgpu::Buffer], groups: (u32, u32)) {
-        let d = self.kernels.dispatch(&self.gpu.device, key, bufs, groups);
-        self.out.push(d);
-    }
-
-    pub(crate) fn push(&mut self, kernel: Kernel, bufs: &[&wgpu::Buffer], groups: (u32, u32)) {
-        self.push_key((kernel, None), bufs, groups);
-    }
-
-    /// `x = E[token]` (the token from the step uniform), one dispatch per part of `E`.
-    pub(crate) fn embed(&mut self, e: &Matrix, step: &wgpu::Buffer, x: &wgpu::Buffer) {
-        for part in &e.parts {
-            let pp = self.uniform([part.row_start, part.rows, 0, 0]);
-            self.push_key((Kernel::Embed, Some((e.ty, WORKGROUP))), &[step, &pp, &part.buffer, x], (e.cols.div_ceil(64), 1));
-        }
-    }
-
-    /// `y (+)= W x`, one dispatch per part of `W`.
-    pub(crate) fn matvec(&mut self, w: &Matrix, x: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool) {
-        self.matvec_at(w, x, y, 0, accumulate);
-    }
-
-    /// `y[y0..] = W x` for each matrix of a group (fused or one by one, see `Layer::qkv`).
-    fn matvec_group(&mut self, group: &[(Matrix, u32)], x: &wgpu::Buffer, y: &wgpu::Buffer) {
-        for (w, y0) in group {
-            self.matvec_at(w, x, y, *y0, false);
-        }
-    }
-
-    /// `y[y0 + r] (+)= (W x)[r]`, one dispatch per part of `W`.
-    fn matvec_at(&mut self, w: &Matrix, x: &wgpu::Buffer, y: &wgpu::Buffer, y0: u32, accumulate: bool) {
-        let tpr = threads_per_row(self.gpu, w.ty, w.rows, w.cols);
-        for part in &w.parts {
-            let p = self.uniform([part.rows, w.cols, accumulate as u32, y0 + part.row_start]);
-            let groups = grid(part.rows.div_ceil(WORKGROUP / tpr));
-            self.push_key((Kernel::Matvec, Some((w.ty, tpr))), &[&p, &part.buffer, x, y], groups);
-        }
-    }
-
-    /// `y[y0 + j * rows..] = W[sel[j]] x` for the `k` picks, one dispatch per part of the stack.
-    pub(crate) fn matvec_exp(&mut self, w: &Experts, k: u32, sel: &wgpu::Buffer, x: &wgpu::Buffer, y: &wgpu::Buffer, y0: u32) {
-        let tpr = threads_per_row(self.gpu, w.ty, w.rows * k, w.cols);
-        for part in &w.parts {
-            // Experts <= 256 (config), so first and count share one word.
-            let p = self.uniform([w.rows, w.cols, part.expert_start | part.experts << 16, y0]);
-            let groups = (w.rows.div_ceil(WORKGROUP / tpr), k);
-            self.push_key((Kernel::MatvecExp, Some((w.ty, tpr))), &[&p, sel, &part.buffer, x, y], groups);
-        }
-    }
-
-    /// `x += sum_j gate[j] W[sel[j]] h[j]` for the `k` picks, one dispatch per part of the stack.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn moe_down(&mut self, w: &Experts, k: u32, sel: &wgpu::Buffer, gate: &wgpu::Buffer, h: &wgpu::Buffer, x: &wgpu::Buffer) {
-        let tpr = threads_per_row(self.gpu, w.ty, w.rows, w.cols);
-        for part in &w.parts {
-            let p = self.uniform([w.rows, w.cols, k, part.expert_start]);
-            let q = self.uniform([part.experts, 0, 0, 0]);
-            let groups = (w.rows.div_ceil(WORKGROUP / tpr), 1);
-            self.push_key((Kernel::MoeDown, Some((w.ty, tpr))), &[&p, &q, sel, gate, &part.buffer, h, x], groups);
-        }
-    }
-}
-
-fn f32_words(n: u32, f: f32) -> [u32; 4] {
-    [n, f.to_bits(), 0, 0]
+/// Largest per-token activation row in floats (to size the batch so each buffer fits a binding).
+fn widest_row(cfg: &Config) -> u64 {
+    let ffw = if cfg.is_moe() { cfg.topk * cfg.ff } else { cfg.ff } as u64;
+    [cfg.d as u64, (cfg.q_dim() + 2 * cfg.kv_dim()) as u64, 2 * ffw, cfg.experts as u64].into_iter().max().unwrap_or(1)
 }
 
 impl Llama {
     /// Parses nothing itself: takes a parsed GGUF and its bytes, validates the config, uploads the
-    /// weights and records the forward program.
+    /// weights, allocates the KV cache and activations, and records the forward program.
     ///
-    /// Errors: any [`Config::from_gguf`] error, [`Error::TooLarge`] when a row or an expert stack
-    /// exceeds one storage binding, [`Error::Gpu`] when the device rejects an allocation.
+    /// Errors: any [`Config::from_gguf`] error, [`Error::TooLarge`] when a row, an expert stack or
+    /// the KV cache exceeds one storage binding, [`Error::Gpu`] when the device rejects an
+    /// allocation.
     pub fn load(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: LoadOptions<'_>) -> Result<Llama> {
         let cfg = Config::from_gguf(g, opts.ctx)?;
         let mut no_progress = |_: &Progress| {};
@@ -148,80 +85,103 @@ impl Llama {
         if kv_bytes > gpu.max_binding() {
             return Err(Error::TooLarge { tensor: "KV cache".into(), bytes: kv_bytes, limit: gpu.max_binding(), limit_name: "maxStorageBufferBindingSize" });
         }
+        let row_bytes = widest_row(&cfg) * 4;
+        let batch = opts.batch.unwrap_or(DEFAULT_BATCH).clamp(1, cfg.ctx).min((gpu.max_binding() / row_bytes).max(1) as u32);
         let weights = Weights::load(gpu, g, src, &cfg, progress)?;
         let mut kernels = Kernels::new();
-        let mut b = Builder { gpu, kernels: &mut kernels, out: Vec::new(), buffers: Vec::new() };
+        let mut b = Builder::new(gpu, &mut kernels);
 
-        let mut scratch = |label: &str, n: u64| {
-            let buf = gpu.storage(label, n * 4);
-            b.buffers.push(buf.clone());
-            buf
-        };
-        let (d, q, kv) = (cfg.d as u64, cfg.q_dim() as u64, cfg.kv_dim() as u64);
-        let ffw = if cfg.is_moe() { cfg.topk as u64 * cfg.ff as u64 } else { cfg.ff as u64 };
-        let a = Acts {
-            x: scratch("x", d),
-            xn: scratch("xn", d),
-            qkv: scratch("qkv", q + 2 * kv),
-            att: scratch("att", q),
-            g: scratch("gate|up", 2 * ffw),
-            logits: scratch("logits", cfg.vocab as u64),
-            router: scratch("router", cfg.experts.max(4) as u64),
-            sel: scratch("sel", 16),
-            gate: scratch("gate", 16),
-            scores: scratch("scores", cfg.n_heads as u64 * cfg.ctx as u64),
-        };
-        let caches: Vec<(wgpu::Buffer, wgpu::Buffer)> =
-            (0..cfg.n_layers).map(|_| (scratch("k cache", cfg.ctx as u64 * kv), scratch("v cache", cfg.ctx as u64 * kv))).collect();
+        // Activations: at least MATVEC_TOKENS rows (the multi-token matvec reads that many).
+        let rows = batch.max(MATVEC_TOKENS) as u64;
+        let (d, q, kv) = (cfg.d, cfg.q_dim(), cfg.kv_dim());
+        let qs = q + 2 * kv;
+        let ffw = if cfg.is_moe() { cfg.topk * cfg.ff } else { cfg.ff };
+        let logit_rows = (ALL_LOGITS_BYTES / (cfg.vocab as u64 * 4)).clamp(1, batch as u64) as u32;
+        let x = b.storage("x", rows * d as u64 * 4);
+        let xn = b.storage("xn", rows * d as u64 * 4);
+        let qkv = b.storage("qkv", rows * qs as u64 * 4);
+        let att = b.storage("att", rows * q as u64 * 4);
+        let gu = b.storage("gate|up", rows * 2 * ffw as u64 * 4);
+        let logits = b.storage("logits", logit_rows as u64 * cfg.vocab as u64 * 4);
+        let router = b.storage("router", rows * cfg.experts.max(1) as u64 * 4);
+        let sel = b.storage("sel", rows * cfg.topk.max(1) as u64 * 4);
+        let gate = b.storage("gate", rows * cfg.topk.max(1) as u64 * 4);
+        let partials = b.storage("attention partials", attention::partials_bytes(&cfg));
+        let tokens = b.storage("tokens", rows * 4);
         let rope = gpu.storage_with("rope", bytemuck::cast_slice(&crate::rope::table(&cfg, weights.rope_freqs.as_deref(), cfg.ctx)));
         b.buffers.push(rope.clone());
-        let step = b.uniform([0, 0, cfg.d, 0]);
 
-        // The per-token program.
-        let p_norm = b.uniform(f32_words(cfg.d, cfg.eps));
-        let p_heads = b.uniform([cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_rot]);
-        let p_attn = b.uniform([cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.ctx]);
-        b.embed(&weights.embd, &step, &a.x);
-        let rope_threads = (cfg.q_dim() / 2).max(cfg.kv_dim());
-        for (lw, (kc, vc)) in weights.layers.iter().zip(&caches) {
-            b.push(Kernel::RmsNorm, &[&p_norm, &a.x, &lw.attn_norm, &a.xn], (1, 1));
-            b.matvec_group(&lw.qkv, &a.xn, &a.qkv);
-            b.push(Kernel::RopeKv, &[&step, &p_heads, &rope, &a.qkv, kc, vc], (rope_threads.div_ceil(64), 1));
-            let attention = (Kernel::Attention, Some((crate::ggml::GgmlType::F32, crate::gpu::attention_workgroup(gpu))));
-            b.push_key(attention, &[&step, &p_attn, &a.qkv, kc, vc, &a.att, &a.scores], (cfg.n_heads, 1));
-            b.matvec(&lw.o, &a.att, &a.x, true);
-            b.push(Kernel::RmsNorm, &[&p_norm, &a.x, &lw.ffn_norm, &a.xn], (1, 1));
+        b.embed(&weights.embd, &tokens, &x);
+        for lw in &weights.layers {
+            let k_cache = b.storage("k cache", cfg.ctx as u64 * kv as u64 * 4);
+            let v_cache = b.storage("v cache", cfg.ctx as u64 * kv as u64 * 4);
+            b.rmsnorm(d, cfg.eps, &x, &lw.attn_norm, &xn);
+            for (m, y0) in &lw.qkv {
+                b.linear(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false });
+            }
+            b.rope_kv(&cfg, &qkv, qs, &rope, &k_cache, &v_cache);
+            b.attention(&cfg, AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials });
+            b.linear(&lw.o, Io { x: &att, x_stride: q, y: &x, y_stride: d, y0: 0, accumulate: true });
+            b.rmsnorm(d, cfg.eps, &x, &lw.ffn_norm, &xn);
             match &lw.ffn {
                 Ffn::Dense { gate_up, down } => {
-                    b.matvec_group(gate_up, &a.xn, &a.g);
-                    let p_ff = b.uniform([cfg.ff, cfg.ff, 0, 0]);
-                    b.push(Kernel::Swiglu, &[&p_ff, &a.g], (cfg.ff.div_ceil(64), 1));
-                    b.matvec(down, &a.g, &a.x, true);
+                    for (m, y0) in gate_up {
+                        b.linear(m, Io { x: &xn, x_stride: d, y: &gu, y_stride: 2 * ffw, y0: *y0, accumulate: false });
+                    }
+                    b.swiglu(ffw, ffw, 2 * ffw, &gu);
+                    b.linear(down, Io { x: &gu, x_stride: 2 * ffw, y: &x, y_stride: d, y0: 0, accumulate: true });
                 }
-                Ffn::Moe { router, gate, up, down } => {
-                    b.matvec(router, &a.xn, &a.router, false);
-                    let p_sel = b.uniform([cfg.experts, cfg.topk, 0, 0]);
-                    b.push(Kernel::MoeSelect, &[&p_sel, &a.router, &a.sel, &a.gate], (1, 1));
-                    let kff = cfg.topk * cfg.ff;
-                    b.matvec_exp(gate, cfg.topk, &a.sel, &a.xn, &a.g, 0);
-                    b.matvec_exp(up, cfg.topk, &a.sel, &a.xn, &a.g, kff);
-                    let p_ff = b.uniform([kff, kff, 0, 0]);
-                    b.push(Kernel::Swiglu, &[&p_ff, &a.g], (kff.div_ceil(64), 1));
-                    b.moe_down(down, cfg.topk, &a.sel, &a.gate, &a.g, &a.x);
+                Ffn::Moe { router: wr, gate: wg, up, down } => {
+                    let e = cfg.experts;
+                    b.linear(wr, Io { x: &xn, x_stride: d, y: &router, y_stride: e, y0: 0, accumulate: false });
+                    b.moe_select(e, cfg.topk, &router, &sel, &gate);
+                    b.matvec_exp(wg, cfg.topk, &sel, &xn, d, &gu, 2 * ffw, 0);
+                    b.matvec_exp(up, cfg.topk, &sel, &xn, d, &gu, 2 * ffw, ffw);
+                    b.swiglu(ffw, ffw, 2 * ffw, &gu);
+                    b.moe_down(down, cfg.topk, &sel, &gate, &gu, 2 * ffw, &x);
                 }
             }
         }
-        b.push(Kernel::RmsNorm, &[&p_norm, &a.x, &weights.out_norm, &a.xn], (1, 1));
-        b.matvec(&weights.output, &a.xn, &a.logits, false);
+        b.rmsnorm(d, cfg.eps, &x, &weights.out_norm, &xn);
+        b.head(&weights.output, &xn, d, &logits, cfg.vocab);
 
-        let Builder { out: program, buffers, .. } = b;
+        let Builder { program, buffers, step, .. } = b;
         gpu.check()?;
-        Ok(Llama { gpu: gpu.clone(), config: cfg, weights, program, step, logits: a.logits, buffers, readbacks: RefCell::new(Vec::new()), disposed: Cell::new(false) })
+        Ok(Llama {
+            gpu: gpu.clone(),
+            config: cfg,
+            weights,
+            program,
+            step,
+            tokens,
+            logits,
+            batch,
+            logit_rows,
+            buffers,
+            readbacks: RefCell::new(Vec::new()),
+            filled: Cell::new(0),
+            disposed: Cell::new(false),
+        })
     }
 
-    /// Dispatches recorded per token (the seed's `dispatchesPerToken`).
+    /// Tokens per batch: a longer `forward` runs in chunks of this many.
+    pub fn batch(&self) -> u32 {
+        self.batch
+    }
+
+    /// The batch a chunk of `n` tokens at `pos0` runs as.
+    pub fn plan(&self, n: u32, pos0: u32, all_logits: bool) -> Batch {
+        Batch { n_tokens: n, pos0, splits: attention::splits(&self.gpu, &self.config, n, pos0 + n), all_logits }
+    }
+
+    /// The dispatches of one batch, in order (for profiling and the dispatch count).
+    pub fn dispatches(&self, batch: &Batch) -> Vec<Dispatch<'_>> {
+        self.program.dispatches(batch)
+    }
+
+    /// Dispatches recorded for one decoded token at position 0 (the seed's `dispatchesPerToken`).
     pub fn dispatches_per_token(&self) -> usize {
-        self.program.len()
+        self.program.dispatches(&self.plan(1, 0, false)).len()
     }
 
     /// Bytes of weights on the GPU, and bytes of those tensors in the file.
@@ -232,6 +192,11 @@ impl Llama {
     /// Bytes of every GPU buffer this model made (weights, KV cache, activations, uniforms).
     pub fn gpu_bytes(&self) -> u64 {
         self.weights.gpu_bytes + self.buffers.iter().map(|b| b.size()).sum::<u64>()
+    }
+
+    /// KV-cache positions written so far: a `forward` may start at any position up to this.
+    pub fn filled(&self) -> u32 {
+        self.filled.get()
     }
 
     /// Checks `forward`'s arguments without touching the GPU.
@@ -252,70 +217,103 @@ impl Llama {
                 self.config.ctx
             )));
         }
+        let filled = self.filled.get();
+        if start_pos > filled {
+            return Err(Error::Input(format!(
+                "startPos {start_pos} leaves a gap: only positions 0..{filled} of the KV cache are filled \
+                 ({filled} positions), so the next forward must start at or before {filled}"
+            )));
+        }
         Ok(())
     }
 
-    /// Queues `tokens` at positions `start_pos..` (one command buffer each) and the copy of the
-    /// last token's logits into a readback buffer of its own (from the pool), which it returns:
-    /// map it with [`Gpu::map_read`], then give it back with [`Llama::recycle`]. Synchronous, so
-    /// calls that are not awaited are still queued in order.
-    pub fn submit(&self, tokens: &[u32], start_pos: u32) -> Result<wgpu::Buffer> {
-        self.validate(tokens, start_pos)?;
-        let bytes = self.config.vocab as u64 * 4;
-        let pooled = self.readbacks.borrow_mut().pop();
-        let readback = pooled.unwrap_or_else(|| {
+    fn readback(&self, rows: u32) -> wgpu::Buffer {
+        let pooled = if rows == 1 { self.readbacks.borrow_mut().pop() } else { None };
+        pooled.unwrap_or_else(|| {
             self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("logits readback"),
-                size: bytes,
+                size: rows as u64 * self.config.vocab as u64 * 4,
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
-        });
-        for (i, &t) in tokens.iter().enumerate() {
-            let words = [start_pos + i as u32, t, self.config.d, 0];
-            self.gpu.queue.write_buffer(&self.step, 0, bytemuck::cast_slice(&words));
+        })
+    }
+
+    /// Queues `tokens` at positions `start_pos..` in batches of at most [`Llama::batch`] tokens
+    /// (one command buffer each) and the copy of the logits asked for (the last token's, or with
+    /// `all_logits` every token's, in token order) into a readback buffer, which it returns.
+    /// Synchronous, so calls that are not awaited are still queued in order.
+    ///
+    /// Errors: as [`Llama::validate`].
+    pub fn submit(&self, tokens: &[u32], start_pos: u32, all_logits: bool) -> Result<Pending> {
+        self.validate(tokens, start_pos)?;
+        let row = self.config.vocab as u64 * 4;
+        let rows = if all_logits { tokens.len() as u32 } else { 1 };
+        let readback = self.readback(rows);
+        let chunk = if all_logits { self.logit_rows } else { self.batch } as usize;
+        for (c, part) in tokens.chunks(chunk).enumerate() {
+            let first = (c * chunk) as u32;
+            let batch = self.plan(part.len() as u32, start_pos + first, all_logits);
+            self.gpu.queue.write_buffer(&self.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
+            self.gpu.queue.write_buffer(&self.tokens, 0, bytemuck::cast_slice(part));
             let mut enc = self.gpu.device.create_command_encoder(&Default::default());
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
-                record(&mut pass, &self.program);
+                self.program.record(&mut pass, &batch);
             }
-            if i + 1 == tokens.len() {
-                enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, bytes);
+            if all_logits {
+                enc.copy_buffer_to_buffer(&self.logits, 0, &readback, first as u64 * row, part.len() as u64 * row);
+            } else if first as usize + part.len() == tokens.len() {
+                enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, row);
             }
             self.gpu.queue.submit([enc.finish()]);
         }
-        Ok(readback)
+        self.filled.set(start_pos + tokens.len() as u32);
+        Ok(Pending { buffer: readback, rows })
+    }
+
+    /// Reads a [`Pending`]'s logits and gives its buffer back.
+    pub async fn read(&self, pending: Pending) -> Result<Vec<f32>> {
+        match self.gpu.map_read(&pending.buffer).await {
+            Ok(d) => {
+                self.recycle(pending);
+                Ok(bytemuck::pod_collect_to_vec(&d))
+            }
+            Err(e) => {
+                pending.buffer.destroy();
+                Err(e)
+            }
+        }
     }
 
     /// Runs `tokens` at positions `start_pos..` and returns the `vocab` next-token logits after
     /// the last one. Positions before `start_pos` must already be in the KV cache; re-running
     /// from an earlier position overwrites the cache from there.
     ///
-    /// Errors: [`Error::Input`] for an empty list, a token id `>= vocab`, or `start_pos +
-    /// tokens.len() > ctx` ("past the context"); [`Error::Disposed`]; [`Error::Gpu`].
+    /// Errors: [`Error::Input`] for an empty list, a token id `>= vocab`, `start_pos +
+    /// tokens.len() > ctx` ("past the context") or `start_pos` past the filled positions (a gap);
+    /// [`Error::Disposed`]; [`Error::Gpu`].
     pub async fn forward(&self, tokens: &[u32], start_pos: u32) -> Result<Vec<f32>> {
-        let readback = self.submit(tokens, start_pos)?;
-        let data = self.gpu.map_read(&readback).await;
-        match data {
-            Ok(d) => {
-                self.recycle(readback);
-                Ok(bytemuck::pod_collect_to_vec(&d))
-            }
-            Err(e) => {
-                readback.destroy();
-                Err(e)
-            }
-        }
+        let pending = self.submit(tokens, start_pos, false)?;
+        self.read(pending).await
     }
 
-    /// Returns a readback buffer from [`Llama::submit`], read and unmapped, to the pool (a few
-    /// are kept; after [`Llama::dispose`] it is destroyed).
-    pub fn recycle(&self, readback: wgpu::Buffer) {
+    /// As [`Llama::forward`], but returns the logits after every token: `tokens.len()` rows of
+    /// `vocab` values, row i the next-token logits after token i (the layout of
+    /// `../shared/reference/*.logits.f32`).
+    pub async fn forward_all(&self, tokens: &[u32], start_pos: u32) -> Result<Vec<f32>> {
+        let pending = self.submit(tokens, start_pos, true)?;
+        self.read(pending).await
+    }
+
+    /// Gives a read (and unmapped) readback buffer back to the pool (a few one-row buffers are
+    /// kept; after [`Llama::dispose`] it is destroyed).
+    pub fn recycle(&self, pending: Pending) {
         let mut pool = self.readbacks.borrow_mut();
-        if self.disposed.get() || pool.len() >= 4 {
-            readback.destroy();
+        if self.disposed.get() || pending.rows != 1 || pool.len() >= 4 {
+            pending.buffer.destroy();
         } else {
-            pool.push(readback);
+            pool.push(pending.buffer);
         }
     }
 

@@ -1,18 +1,35 @@
-//! One weight kernel on one tensor, outside the forward program, for kernel tests and the
-//! browser's `testMatvecQ8` ([`crate::probe`]): the tensor is uploaded exactly as
-//! [`crate::llama::Llama::load`] uploads weights (its stored bytes, split into parts when
-//! [`Gpu::max_binding`] asks), the kernel is composed for its format and recorded as the forward
-//! program records it, and the output is read back. Every GPU buffer made is destroyed before
-//! returning.
+//! One op on given inputs, outside a model: the op-level tests (in the style of ggml's
+//! test-backend-ops: every op against the CPU reference with a tokens axis), their perf mode, and
+//! the browser's `testMatvecQ8` ([`crate::probe`]). Weights are uploaded exactly as
+//! [`crate::llama::Llama::load`] uploads them (their stored bytes, split into parts when
+//! [`Gpu::max_binding`] asks), the op is built by the same [`Builder`] methods as the forward
+//! program, and run as one batch of `n` tokens (so the kernel variant is the one a model would pick
+//! for that batch). Every GPU buffer made is destroyed before returning.
 //!
 //! A matrix is `rows` rows of `cols` weights of type `ty` stored row-major at byte `offset` of
-//! `src` (any byte offset); an expert stack is `experts` such matrices back to back.
+//! `src` (any byte offset); an expert stack is `experts` such matrices back to back. Activations
+//! are token-major: `n` rows of the op's width, `n` given by the input's length.
 
+use crate::attention::{partials_bytes, AttentionIo};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
-use crate::gpu::{record, Gpu, Kernels};
-use crate::llama::Builder;
+use crate::gpu::Gpu;
+use crate::kernels::Kernels;
+use crate::linear::{Io, MATVEC_TOKENS};
+use crate::program::{Batch, Builder, Step};
 use crate::weights::{Loader, TensorSource};
+
+/// The weight source of ops that read no weights.
+const NO_WEIGHTS: &Vec<u8> = &Vec::new();
+
+/// Tokens of a batch from the length of token-major data of `width` values per token.
+fn tokens_of(what: &str, len: usize, width: u32) -> Result<u32> {
+    if width == 0 || len == 0 || len % width as usize != 0 {
+        return Err(Error::Input(format!("{what} has {len} values: not a whole number of rows of {width}")));
+    }
+    Ok((len / width as usize) as u32)
+}
 
 fn check_len(what: &str, got: usize, want: u64) -> Result<()> {
     if got as u64 != want {
@@ -21,28 +38,54 @@ fn check_len(what: &str, got: usize, want: u64) -> Result<()> {
     Ok(())
 }
 
-/// Uploads with `fill`, records with `build`, runs, reads `out_len` f32 values of the buffer
-/// `build` returns, and frees everything.
+/// A storage buffer holding `data`, at least `min_len` values long (zero-padded: the
+/// multi-token matvec reads [`MATVEC_TOKENS`] rows whatever the batch).
+fn input<T: bytemuck::Pod>(b: &mut Builder, label: &str, data: &[T], min_len: u64) -> wgpu::Buffer {
+    let buf = b.storage(label, (data.len() as u64).max(min_len) * 4);
+    b.gpu.queue.write_buffer(&buf, 0, bytemuck::cast_slice(data));
+    buf
+}
+
+/// Buffers to read back after the run, with their lengths in f32.
+type Outputs = Vec<(wgpu::Buffer, u64)>;
+
+/// A batch of `n` tokens at `pos0` (splits 1 unless given).
+fn batch(n: u32, pos0: u32, splits: u32) -> Batch {
+    Batch { n_tokens: n, pos0, splits, all_logits: false }
+}
+
+/// Builds a single-op program with `build`, runs `batch` `repeats` times (0: once, untimed), reads
+/// back what `build` returned, frees everything. Returns the outputs and, when timed, the wall
+/// seconds per run (best of five timed passes after a 0.2 s warm-up) and the GPU seconds per run
+/// from timestamp queries (when the device has them).
 async fn run(
     gpu: &Gpu,
     src: &dyn TensorSource,
-    out_len: u64,
-    build: impl FnOnce(&mut Loader, &mut Builder) -> Result<wgpu::Buffer>,
-) -> Result<Vec<f32>> {
-    let mut ld = Loader::new(gpu, src);
+    batch: Batch,
+    repeats: u32,
+    build: impl FnOnce(&mut Loader, &mut Builder) -> Result<Outputs>,
+) -> Result<(Vec<Vec<f32>>, Option<(f64, Option<f64>)>)> {
     let mut kernels = Kernels::new();
-    let mut b = Builder { gpu, kernels: &mut kernels, out: Vec::new(), buffers: Vec::new() };
+    let mut ld = Loader::new(gpu, src);
+    let mut b = Builder::new(gpu, &mut kernels);
     let built = build(&mut ld, &mut b);
     let result = async {
-        let out = built?;
-        let mut enc = gpu.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            record(&mut pass, &b.out);
+        let outputs = built?;
+        gpu.queue.write_buffer(&b.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
+        let timing = if repeats == 0 {
+            let mut enc = gpu.device.create_command_encoder(&Default::default());
+            b.program.record(&mut enc.begin_compute_pass(&Default::default()), &batch);
+            gpu.queue.submit([enc.finish()]);
+            None
+        } else {
+            Some(time(gpu, &b, &batch, repeats)?)
+        };
+        let mut out = Vec::new();
+        for (buf, n) in &outputs {
+            out.push(bytemuck::pod_collect_to_vec(&gpu.read(buf, n * 4).await?));
         }
-        gpu.queue.submit([enc.finish()]);
-        let bytes = gpu.read(&out, out_len * 4).await?;
-        Ok(bytemuck::pod_collect_to_vec(&bytes))
+        gpu.check()?;
+        Ok((out, timing))
     }
     .await;
     for buf in ld.buffers.iter().chain(&b.buffers) {
@@ -51,166 +94,286 @@ async fn run(
     result
 }
 
-/// A storage buffer holding `data`, remembered by the builder for freeing.
-fn vector(b: &mut Builder, label: &str, data: &[u8]) -> wgpu::Buffer {
-    let buf = b.gpu.storage_with(label, data);
-    b.buffers.push(buf.clone());
-    buf
+#[cfg(target_arch = "wasm32")]
+fn time(_: &Gpu, _: &Builder, _: &Batch, _: u32) -> Result<(f64, Option<f64>)> {
+    Err(Error::Input("op timing is native only".into()))
 }
 
-/// `y = W x` through the `matvec` kernel for `ty` (`x`: `cols` values; returns `rows`).
+#[cfg(not(target_arch = "wasm32"))]
+fn time(gpu: &Gpu, b: &Builder, batch: &Batch, repeats: u32) -> Result<(f64, Option<f64>)> {
+    let timed = gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+    let queries = timed.then(|| gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("op timestamps"), ty: wgpu::QueryType::Timestamp, count: 2 }));
+    let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("op timestamps"),
+        size: 16,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let (mut wall, mut on_gpu) = (f64::INFINITY, f64::INFINITY);
+    let warm = std::time::Instant::now();
+    let mut pass = 0;
+    while pass < 6 {
+        // Warm-up: about 0.2 s first, so that a GPU that idled is back at its working clocks.
+        let warming = pass == 0 && warm.elapsed().as_secs_f64() < 0.2;
+        let t = std::time::Instant::now();
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        {
+            let timestamp_writes = queries.as_ref().map(|q| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
+            let mut cp = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
+            for _ in 0..repeats {
+                b.program.record(&mut cp, batch);
+            }
+        }
+        if let Some(q) = &queries {
+            enc.resolve_query_set(q, 0..2, &resolve, 0);
+        }
+        gpu.queue.submit([enc.finish()]);
+        gpu.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
+        let elapsed = t.elapsed().as_secs_f64();
+        if warming {
+            continue;
+        }
+        pass += 1;
+        if pass > 1 {
+            wall = wall.min(elapsed / repeats as f64);
+            if timed {
+                let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&pollster::block_on(gpu.read(&resolve, 16))?);
+                let ns = ticks[1].saturating_sub(ticks[0]) as f64 * gpu.queue.get_timestamp_period() as f64;
+                on_gpu = on_gpu.min(ns * 1e-9 / repeats as f64);
+            }
+        }
+    }
+    resolve.destroy();
+    Ok((wall, timed.then_some(on_gpu)))
+}
+
+/// `Y = W X` through the linear op for `ty` (`x`: n rows of `cols`; returns n rows of `rows`),
+/// with the kernel the batch size picks ([`crate::gpu::Tuning`]). With `repeats > 0` also the
+/// wall and GPU seconds per run (native only).
 ///
 /// # Errors
 /// [`Error::Input`] for a wrong `x` length; [`Error::Malformed`] when `cols` is not whole blocks;
 /// [`Error::TooLarge`] when a row exceeds one binding; read errors of `src`; [`Error::Gpu`].
-pub async fn matvec(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, rows: u32, cols: u32, x: &[f32]) -> Result<Vec<f32>> {
-    check_len("x", x.len(), cols as u64)?;
-    run(gpu, src, rows as u64, |ld, b| {
+#[allow(clippy::too_many_arguments)]
+pub async fn linear_timed(
+    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, rows: u32, cols: u32, x: &[f32], repeats: u32,
+) -> Result<(Vec<f32>, Option<(f64, Option<f64>)>)> {
+    let n = tokens_of("x", x.len(), cols)?;
+    let (mut out, t) = run(gpu, src, batch(n, 0, 1), repeats, |ld, b| {
         let w = ld.matrix("oneshot W", ty, offset, rows, cols)?;
-        let xb = vector(b, "oneshot x", bytemuck::cast_slice(x));
-        let y = vector(b, "oneshot y", &vec![0u8; rows as usize * 4]);
-        b.matvec(&w, &xb, &y, false);
-        Ok(y)
+        let xb = input(b, "oneshot x", x, MATVEC_TOKENS as u64 * cols as u64);
+        let y = b.storage("oneshot y", n as u64 * rows as u64 * 4);
+        b.linear(&w, Io { x: &xb, x_stride: cols, y: &y, y_stride: rows, y0: 0, accumulate: false });
+        Ok(vec![(y, n as u64 * rows as u64)])
     })
-    .await
+    .await?;
+    Ok((out.remove(0), t))
 }
 
-/// Row `token` of the table through the `embed` kernel for `ty` (returns `cols` values).
+/// `Y = W X` through the linear op (see [`linear_timed`]).
 ///
 /// # Errors
-/// As [`matvec`]; [`Error::Input`] when `token >= rows`.
-pub async fn embed(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, rows: u32, cols: u32, token: u32) -> Result<Vec<f32>> {
-    if token >= rows {
-        return Err(Error::Input(format!("token {token} is not below {rows} rows")));
+/// As [`linear_timed`].
+pub async fn linear(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, rows: u32, cols: u32, x: &[f32]) -> Result<Vec<f32>> {
+    Ok(linear_timed(gpu, src, ty, offset, rows, cols, x, 0).await?.0)
+}
+
+/// Rows `tokens[i]` of the table through the `embed` op for `ty` (returns n rows of `cols`).
+///
+/// # Errors
+/// As [`linear`]; [`Error::Input`] when a token is not below `rows`.
+pub async fn embed(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, rows: u32, cols: u32, tokens: &[u32]) -> Result<Vec<f32>> {
+    if tokens.is_empty() || tokens.iter().any(|&t| t >= rows) {
+        return Err(Error::Input(format!("tokens must be a non-empty list below {rows}")));
     }
-    run(gpu, src, cols as u64, |ld, b| {
+    let n = tokens.len() as u32;
+    let (mut out, _) = run(gpu, src, batch(n, 0, 1), 0, |ld, b| {
         let e = ld.matrix("oneshot E", ty, offset, rows, cols)?;
-        let x = vector(b, "oneshot x", &vec![0u8; cols as usize * 4]);
-        let step = b.uniform([0, token, cols, 0]);
-        b.embed(&e, &step, &x);
-        Ok(x)
+        let tb = input(b, "oneshot tokens", tokens, 1);
+        let x = b.storage("oneshot x", n as u64 * cols as u64 * 4);
+        b.embed(&e, &tb, &x);
+        Ok(vec![(x, n as u64 * cols as u64)])
     })
-    .await
+    .await?;
+    Ok(out.remove(0))
 }
 
-/// `y[j] = W[sel[j]] x` through the `matvec_exp` kernel for `ty` over an expert stack
-/// (returns `sel.len() * rows` values, pick-major).
+/// `y[i][j * rows ..] = W[sel[i][j]] x[i]` through the `matvec_exp` op for `ty` over an expert
+/// stack, `k` picks per token (`sel`: n x k, `x`: n x cols; returns n x k x rows).
 ///
 /// # Errors
-/// As [`matvec`]; [`Error::Input`] when a pick is not below `experts`.
+/// As [`linear`]; [`Error::Input`] when a pick is not below `experts` or lengths disagree.
 #[allow(clippy::too_many_arguments)]
 pub async fn matvec_exp(
-    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32, sel: &[u32], x: &[f32],
+    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32, k: u32, sel: &[u32], x: &[f32],
 ) -> Result<Vec<f32>> {
-    check_len("x", x.len(), cols as u64)?;
-    if sel.is_empty() || sel.iter().any(|&e| e >= experts) {
-        return Err(Error::Input(format!("picks {sel:?} must be a non-empty list below {experts}")));
+    let n = tokens_of("x", x.len(), cols)?;
+    check_len("sel", sel.len(), n as u64 * k as u64)?;
+    if sel.iter().any(|&e| e >= experts) {
+        return Err(Error::Input(format!("picks must be below {experts}")));
     }
-    let k = sel.len() as u32;
-    run(gpu, src, (k * rows) as u64, |ld, b| {
+    let (mut out, _) = run(gpu, src, batch(n, 0, 1), 0, |ld, b| {
         let w = ld.experts("oneshot W", ty, offset, experts, rows, cols)?;
-        let s = vector(b, "oneshot sel", bytemuck::cast_slice(sel));
-        let xb = vector(b, "oneshot x", bytemuck::cast_slice(x));
-        let y = vector(b, "oneshot y", &vec![0u8; (k * rows) as usize * 4]);
-        b.matvec_exp(&w, k, &s, &xb, &y, 0);
-        Ok(y)
+        let s = input(b, "oneshot sel", sel, 1);
+        let xb = input(b, "oneshot x", x, 1);
+        let y = b.storage("oneshot y", n as u64 * (k * rows) as u64 * 4);
+        b.matvec_exp(&w, k, &s, &xb, cols, &y, k * rows, 0);
+        Ok(vec![(y, n as u64 * (k * rows) as u64)])
     })
-    .await
+    .await?;
+    Ok(out.remove(0))
 }
 
-/// `y0 + sum_j gate[j] W[sel[j]] h[j]` through the `moe_down` kernel for `ty` over an expert
-/// stack (`h`: `sel.len() * cols` values, pick-major; `y0`: `rows` values; returns `rows`).
+/// `y0[i] + sum_j gate[i][j] W[sel[i][j]] h[i][j]` through the `moe_down` op for `ty` over an
+/// expert stack (`sel`, `gate`: n x k; `h`: n x k x cols; `y0`: n x rows; returns n x rows).
 ///
 /// # Errors
 /// As [`matvec_exp`]; [`Error::Input`] for wrong `gate`, `h` or `y0` lengths.
 #[allow(clippy::too_many_arguments)]
 pub async fn moe_down(
-    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32, sel: &[u32], gate: &[f32],
+    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32, k: u32, sel: &[u32], gate: &[f32],
     h: &[f32], y0: &[f32],
 ) -> Result<Vec<f32>> {
-    if sel.is_empty() || sel.iter().any(|&e| e >= experts) {
-        return Err(Error::Input(format!("picks {sel:?} must be a non-empty list below {experts}")));
+    let n = tokens_of("y0", y0.len(), rows)?;
+    check_len("sel", sel.len(), n as u64 * k as u64)?;
+    check_len("gate", gate.len(), n as u64 * k as u64)?;
+    check_len("h", h.len(), n as u64 * k as u64 * cols as u64)?;
+    if sel.iter().any(|&e| e >= experts) {
+        return Err(Error::Input(format!("picks must be below {experts}")));
     }
-    let k = sel.len() as u32;
-    check_len("gate", gate.len(), k as u64)?;
-    check_len("h", h.len(), k as u64 * cols as u64)?;
-    check_len("y0", y0.len(), rows as u64)?;
-    run(gpu, src, rows as u64, |ld, b| {
+    let (mut out, _) = run(gpu, src, batch(n, 0, 1), 0, |ld, b| {
         let w = ld.experts("oneshot W", ty, offset, experts, rows, cols)?;
-        let s = vector(b, "oneshot sel", bytemuck::cast_slice(sel));
-        let g = vector(b, "oneshot gate", bytemuck::cast_slice(gate));
-        let hb = vector(b, "oneshot h", bytemuck::cast_slice(h));
-        let y = vector(b, "oneshot y", bytemuck::cast_slice(y0));
-        b.moe_down(&w, k, &s, &g, &hb, &y);
-        Ok(y)
+        let s = input(b, "oneshot sel", sel, 1);
+        let g = input(b, "oneshot gate", gate, 1);
+        let hb = input(b, "oneshot h", h, 1);
+        let y = input(b, "oneshot y", y0, 1);
+        b.moe_down(&w, k, &s, &g, &hb, k * cols, &y);
+        Ok(vec![(y, n as u64 * rows as u64)])
     })
-    .await
+    .await?;
+    Ok(out.remove(0))
 }
 
-/// Times `repeats` back-to-back `matvec` dispatches in one compute pass, after about 0.2 s of
-/// warm-up, best of five passes: returns `y = W x`, the wall seconds per dispatch (recording, submit and
-/// wait included) and, when the device has `TIMESTAMP_QUERY`, the GPU seconds per dispatch
-/// between the pass's begin and end timestamps. Native only (a benchmark helper).
+/// RMSNorm of each row of `x` (n x d) with weight `w` (d values).
 ///
 /// # Errors
-/// As [`matvec`].
-#[cfg(not(target_arch = "wasm32"))]
+/// [`Error::Input`] for inconsistent lengths; [`Error::Gpu`].
+pub async fn rmsnorm(gpu: &Gpu, x: &[f32], w: &[f32], eps: f32) -> Result<Vec<f32>> {
+    let d = w.len() as u32;
+    let n = tokens_of("x", x.len(), d)?;
+    let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
+        let xb = input(b, "oneshot x", x, 1);
+        let wb = input(b, "oneshot w", w, 1);
+        let y = b.storage("oneshot y", x.len() as u64 * 4);
+        b.rmsnorm(d, eps, &xb, &wb, &y);
+        Ok(vec![(y, x.len() as u64)])
+    })
+    .await?;
+    Ok(out.remove(0))
+}
+
+/// SwiGLU of each row `[g | u]` of `gu` (n x 2f): returns n x f values silu(g) * u.
+///
+/// # Errors
+/// [`Error::Input`] for a length that is not rows of `2f`; [`Error::Gpu`].
+pub async fn swiglu(gpu: &Gpu, gu: &[f32], f: u32) -> Result<Vec<f32>> {
+    let n = tokens_of("gu", gu.len(), 2 * f)?;
+    let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
+        let buf = input(b, "oneshot gu", gu, 1);
+        b.swiglu(f, f, 2 * f, &buf);
+        Ok(vec![(buf, gu.len() as u64)])
+    })
+    .await?;
+    Ok(out.remove(0).chunks(2 * f as usize).flat_map(|r| r[..f as usize].to_vec()).collect())
+}
+
+/// Top-`k` experts and gates of each row of router logits `r` (n x experts): (sel, gate), n x k each.
+///
+/// # Errors
+/// [`Error::Input`] for inconsistent lengths or k of 0 or above 16 or `experts` above 256.
+pub async fn moe_select(gpu: &Gpu, r: &[f32], experts: u32, k: u32) -> Result<(Vec<u32>, Vec<f32>)> {
+    if k == 0 || k > experts || k > crate::config::MAX_TOPK || experts > crate::config::MAX_EXPERTS {
+        return Err(Error::Input(format!("top-{k} of {experts} experts is not supported")));
+    }
+    let n = tokens_of("router logits", r.len(), experts)?;
+    let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
+        let rb = input(b, "oneshot router", r, 1);
+        let sel = b.storage("oneshot sel", n as u64 * k as u64 * 4);
+        let gate = b.storage("oneshot gate", n as u64 * k as u64 * 4);
+        b.moe_select(experts, k, &rb, &sel, &gate);
+        Ok(vec![(sel, n as u64 * k as u64), (gate, n as u64 * k as u64)])
+    })
+    .await?;
+    let gate = out.pop().unwrap_or_default();
+    let sel = out.pop().unwrap_or_default().iter().map(|v| v.to_bits()).collect();
+    Ok((sel, gate))
+}
+
+/// RoPE and the KV-cache write for a batch at positions `pos0 ..`: `qkv` is n rows of
+/// `[q | k | v]` (`cfg`'s widths), the caches `cfg.ctx` positions (their initial contents).
+/// Returns (qkv with q rotated, k cache, v cache).
+///
+/// # Errors
+/// [`Error::Input`] for inconsistent lengths or positions past `cfg.ctx`.
+pub async fn rope_kv(gpu: &Gpu, cfg: &Config, freqs: Option<&[f32]>, qkv: &[f32], pos0: u32, k_cache: &[f32], v_cache: &[f32]) -> Result<[Vec<f32>; 3]> {
+    let qs = cfg.q_dim() + 2 * cfg.kv_dim();
+    let n = tokens_of("qkv", qkv.len(), qs)?;
+    let cache = cfg.ctx as u64 * cfg.kv_dim() as u64;
+    check_len("k cache", k_cache.len(), cache)?;
+    check_len("v cache", v_cache.len(), cache)?;
+    if pos0 + n > cfg.ctx {
+        return Err(Error::Input(format!("positions {pos0}..{} past ctx {}", pos0 + n, cfg.ctx)));
+    }
+    let (out, _) = run(gpu, NO_WEIGHTS, batch(n, pos0, 1), 0, |_, b| {
+        let table = crate::rope::table(cfg, freqs, cfg.ctx);
+        let rope = input(b, "oneshot rope", &table, 1);
+        let q = input(b, "oneshot qkv", qkv, 1);
+        let kc = input(b, "oneshot k cache", k_cache, 1);
+        let vc = input(b, "oneshot v cache", v_cache, 1);
+        b.rope_kv(cfg, &q, qs, &rope, &kc, &vc);
+        Ok(vec![(q, qkv.len() as u64), (kc, cache), (vc, cache)])
+    })
+    .await?;
+    let mut it = out.into_iter();
+    Ok([it.next().unwrap_or_default(), it.next().unwrap_or_default(), it.next().unwrap_or_default()])
+}
+
+/// Attention of a batch of n queries at positions `pos0 ..` (`qkv`: n rows of `[q | k | v]`, q
+/// used) over the caches (`cfg.ctx` positions, keys 0 .. pos0 + n used), with `splits` key
+/// splits (1: none). Returns n rows of `q_dim`. With `repeats > 0` also the timing (native only).
+///
+/// # Errors
+/// [`Error::Input`] for inconsistent lengths, positions past `cfg.ctx`, or splits with more than
+/// [`crate::attention::SPLIT_MAX_TOKENS`] tokens.
 #[allow(clippy::too_many_arguments)]
-pub fn time_matvec(
-    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, rows: u32, cols: u32, x: &[f32], repeats: u32,
-) -> Result<(Vec<f32>, f64, Option<f64>)> {
-    check_len("x", x.len(), cols as u64)?;
-    let (mut wall, mut on_gpu) = (f64::INFINITY, f64::INFINITY);
-    let timed = gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
-    let out = pollster::block_on(run(gpu, src, rows as u64, |ld, b| {
-        let w = ld.matrix("oneshot W", ty, offset, rows, cols)?;
-        let xb = vector(b, "oneshot x", bytemuck::cast_slice(x));
-        let y = vector(b, "oneshot y", &vec![0u8; rows as usize * 4]);
-        b.matvec(&w, &xb, &y, false);
-        let queries = timed.then(|| gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("oneshot timestamps"), ty: wgpu::QueryType::Timestamp, count: 2 }));
-        let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("oneshot timestamps"),
-            size: 16,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        b.buffers.push(resolve.clone());
-        // Warm-up: about 0.2 s of these dispatches first, so that a GPU that idled (while the
-        // caller computed its reference, say) is back at its working clocks.
-        let warm = std::time::Instant::now();
-        let mut pass = 0;
-        while pass < 6 {
-            let warming = pass == 0 && warm.elapsed().as_secs_f64() < 0.2;
-            let n = repeats;
-            let t = std::time::Instant::now();
-            let mut enc = gpu.device.create_command_encoder(&Default::default());
-            {
-                let timestamp_writes = queries.as_ref().map(|q| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
-                let mut cp = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
-                for _ in 0..n {
-                    record(&mut cp, &b.out);
-                }
-            }
-            if let Some(q) = &queries {
-                enc.resolve_query_set(q, 0..2, &resolve, 0);
-            }
-            gpu.queue.submit([enc.finish()]);
-            gpu.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
-            let elapsed = t.elapsed().as_secs_f64();
-            if warming {
-                continue;
-            }
-            pass += 1;
-            if pass > 1 {
-                wall = wall.min(elapsed / n as f64);
-                if timed {
-                    let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&pollster::block_on(gpu.read(&resolve, 16))?);
-                    let ns = ticks[1].saturating_sub(ticks[0]) as f64 * gpu.queue.get_timestamp_period() as f64;
-                    on_gpu = on_gpu.min(ns * 1e-9 / n as f64);
-                }
-            }
-        }
-        Ok(y)
-    }))?;
-    Ok((out, wall, timed.then_some(on_gpu)))
+pub async fn attention_timed(
+    gpu: &Gpu, cfg: &Config, qkv: &[f32], pos0: u32, k_cache: &[f32], v_cache: &[f32], splits: u32, repeats: u32,
+) -> Result<(Vec<f32>, Option<(f64, Option<f64>)>)> {
+    let qs = cfg.q_dim() + 2 * cfg.kv_dim();
+    let n = tokens_of("qkv", qkv.len(), qs)?;
+    let cache = cfg.ctx as u64 * cfg.kv_dim() as u64;
+    check_len("k cache", k_cache.len(), cache)?;
+    check_len("v cache", v_cache.len(), cache)?;
+    if pos0 + n > cfg.ctx || splits == 0 || splits > crate::attention::MAX_SPLITS || (splits > 1 && n > crate::attention::SPLIT_MAX_TOKENS) {
+        return Err(Error::Input(format!("{n} tokens at {pos0} with {splits} splits (ctx {})", cfg.ctx)));
+    }
+    let (mut out, t) = run(gpu, NO_WEIGHTS, batch(n, pos0, splits), repeats, |_, b| {
+        let q = input(b, "oneshot qkv", qkv, 1);
+        let kc = input(b, "oneshot k cache", k_cache, 1);
+        let vc = input(b, "oneshot v cache", v_cache, 1);
+        let o = b.storage("oneshot o", n as u64 * cfg.q_dim() as u64 * 4);
+        let partials = b.storage("oneshot partials", partials_bytes(cfg));
+        b.attention(cfg, AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials });
+        Ok(vec![(o, n as u64 * cfg.q_dim() as u64)])
+    })
+    .await?;
+    Ok((out.remove(0), t))
+}
+
+/// Attention (see [`attention_timed`]).
+///
+/// # Errors
+/// As [`attention_timed`].
+pub async fn attention(gpu: &Gpu, cfg: &Config, qkv: &[f32], pos0: u32, k_cache: &[f32], v_cache: &[f32], splits: u32) -> Result<Vec<f32>> {
+    Ok(attention_timed(gpu, cfg, qkv, pos0, k_cache, v_cache, splits, 0).await?.0)
 }

@@ -91,7 +91,7 @@ impl ByteSource for Dequantised<'_> {
 impl TensorSource for Dequantised<'_> {}
 
 /// `y = W x` for tensor `name` on the GPU, `rows` f32 values, through the engine's own upload
-/// and `matvec` dispatch code ([`crate::oneshot::matvec`]).
+/// and `matvec` dispatch code ([`crate::oneshot::linear`]).
 ///
 /// * `stored == false`: `W` is dequantised to f32 on the CPU (exactly as ggml) and multiplied by
 ///   the `matvec` kernel composed for F32.
@@ -110,9 +110,9 @@ pub async fn matvec(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, name: &str, x: 
         return Err(Error::Input(format!("x has {} values but tensor {name} has {cols} columns", x.len())));
     }
     if stored {
-        oneshot::matvec(gpu, src, t.ggml_type, t.offset, rows, cols, x).await
+        oneshot::linear(gpu, src, t.ggml_type, t.offset, rows, cols, x).await
     } else {
-        oneshot::matvec(gpu, &Dequantised { src, t, rows, cols }, GgmlType::F32, 0, rows, cols, x).await
+        oneshot::linear(gpu, &Dequantised { src, t, rows, cols }, GgmlType::F32, 0, rows, cols, x).await
     }
 }
 

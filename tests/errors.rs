@@ -121,7 +121,11 @@ fn forward_argument_errors() {
     assert!(msg(&[1, 10], 0).contains("token id 10 at index 1 is out of range (vocab 10)"));
     assert!(msg(&[1, 2, 3], 4).contains("past the context"));
     assert!(msg(&[1], 6).contains("past the context"));
+    // Starting past the filled KV-cache positions names the gap.
+    assert!(msg(&[1], 1).contains("startPos 1 leaves a gap: only positions 0..0 of the KV cache are filled"));
     // Exactly filling the context is fine.
+    assert_eq!(block_on(llama.forward(&[1, 2, 3], 0)).unwrap().len(), 10);
+    assert!(msg(&[1], 4).contains("startPos 4 leaves a gap: only positions 0..3"));
     assert_eq!(block_on(llama.forward(&[1, 2, 3], 3)).unwrap().len(), 10);
     llama.dispose();
     assert_eq!(block_on(llama.forward(&[1], 0)).unwrap_err(), Error::Disposed);
@@ -135,7 +139,7 @@ fn tensor_too_large_for_a_binding_names_it_and_the_limit() {
     gpu.cap_binding(40);
     let bytes = tiny(&[], "");
     let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let e = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(1), progress: None }).err().expect("must not load");
+    let e = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(1), ..Default::default() }).err().expect("must not load");
     let s = e.to_string();
     assert!(matches!(e, Error::TooLarge { .. }), "{s}");
     assert!(s.contains("token_embd.weight") && s.contains("maxStorageBufferBindingSize") && s.contains("40"), "{s}");

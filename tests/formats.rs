@@ -15,7 +15,8 @@ use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
 use webgpu_llama::synth::{model, Scheme, Shape};
-use webgpu_llama::gpu::threads_per_row;
+use webgpu_llama::kernels::Tile;
+use webgpu_llama::linear::threads_per_row;
 use webgpu_llama::weights::per_binding;
 use webgpu_llama::{oneshot, Gguf, Gpu, Llama, LoadOptions};
 
@@ -111,13 +112,17 @@ fn placed(bytes: &[u8], lead: usize, trail: usize, rng: &mut Rng) -> Vec<u8> {
     src
 }
 
-fn check_matvec(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, lead: usize, trail: usize, rng: &mut Rng) {
+/// The linear op on `n` tokens against the reference, token by token.
+#[allow(clippy::too_many_arguments)]
+fn check_linear(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, n: u32, lead: usize, trail: usize, rng: &mut Rng) {
     let w = random_weights(ty, rows as u64 * cols as u64, rng);
-    let x: Vec<f32> = (0..cols).map(|_| rng.uniform()).collect();
+    let x: Vec<f32> = (0..n * cols).map(|_| rng.uniform()).collect();
     let src = placed(&w, lead, trail, rng);
-    let got = block_on(oneshot::matvec(gpu, &src, ty, lead as u64, rows, cols, &x)).unwrap();
-    let shape = format!("binding {}, {} threads per row", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols));
-    assert_rows(&format!("{ty} matvec {rows}x{cols} at +{lead} ({shape})"), &got, &reference(ty, &w, rows, cols, &x));
+    let got = block_on(oneshot::linear(gpu, &src, ty, lead as u64, rows, cols, &x)).unwrap();
+    let t = gpu.tuning();
+    let shape = format!("binding {}, {} threads per row, matvec up to {} tokens, tile {:?}", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols), t.matvec_max_tokens, t.tile);
+    let want: Vec<(f64, f64)> = x.chunks(cols as usize).flat_map(|xi| reference(ty, &w, rows, cols, xi)).collect();
+    assert_rows(&format!("{ty} linear {rows}x{cols}, {n} tokens, at +{lead} ({shape})"), &got, &want);
 }
 
 fn check_embed(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, rng: &mut Rng) {
@@ -125,8 +130,9 @@ fn check_embed(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, rng: &mut Rng) {
     let src = placed(&w, 2, 0, rng);
     let mut all = vec![0f32; rows as usize * cols as usize];
     ggml::dequantize(ty, &w, &mut all).unwrap();
-    for token in [0, rows / 2, rows - 1] {
-        let got = block_on(oneshot::embed(gpu, &src, ty, 2, rows, cols, token)).unwrap();
+    let tokens = [0, rows / 2, rows - 1, rows / 2];
+    let got = block_on(oneshot::embed(gpu, &src, ty, 2, rows, cols, &tokens)).unwrap();
+    for (&token, got) in tokens.iter().zip(got.chunks(cols as usize)) {
         let want = &all[(token * cols) as usize..((token + 1) * cols) as usize];
         for (i, (&g, &e)) in got.iter().zip(want).enumerate() {
             // Exactly ggml's value; 1 ulp of slack where the GPU may fuse q * d + m into an fma.
@@ -136,28 +142,33 @@ fn check_embed(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, rng: &mut Rng) {
     }
 }
 
-fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, rng: &mut Rng) {
+/// The MoE kernels on `n` tokens, each picking 3 experts (first, last, middle, rotated per token).
+fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, n: u32, rng: &mut Rng) {
+    const K: u32 = 3;
     let per = rows as u64 * cols as u64;
     let w = random_weights(ty, experts as u64 * per, rng);
     let src = placed(&w, 6, 0, rng);
     let eb = ty.tensor_bytes(per).unwrap() as usize;
-    let sel = [experts - 1, 0, experts / 2];
-    let what = format!("{ty} {experts} experts {rows}x{cols} (binding {}, {} threads per row)", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols));
+    let picks = [experts - 1, 0, experts / 2];
+    let sel: Vec<u32> = (0..n).flat_map(|i| (0..K).map(move |j| picks[((i + j) % K) as usize])).collect();
+    let expert = |e: u32| &w[e as usize * eb..(e as usize + 1) * eb];
+    let what = format!("{ty} {experts} experts {rows}x{cols}, {n} tokens (binding {}, {} threads per row)", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols));
 
-    let x: Vec<f32> = (0..cols).map(|_| rng.uniform()).collect();
-    let got = block_on(oneshot::matvec_exp(gpu, &src, ty, 6, experts, rows, cols, &sel, &x)).unwrap();
-    let want: Vec<(f64, f64)> = sel.iter().flat_map(|&e| reference(ty, &w[e as usize * eb..(e as usize + 1) * eb], rows, cols, &x)).collect();
+    let x: Vec<f32> = (0..n * cols).map(|_| rng.uniform()).collect();
+    let got = block_on(oneshot::matvec_exp(gpu, &src, ty, 6, experts, rows, cols, K, &sel, &x)).unwrap();
+    let want: Vec<(f64, f64)> = sel.iter().enumerate().flat_map(|(i, &e)| reference(ty, expert(e), rows, cols, &x[i / K as usize * cols as usize..][..cols as usize])).collect();
     assert_rows(&format!("{what} matvec_exp"), &got, &want);
 
-    let h: Vec<f32> = (0..sel.len() as u32 * cols).map(|_| rng.uniform()).collect();
-    let gate: Vec<f32> = (0..sel.len()).map(|_| rng.uniform().abs()).collect();
-    let y0: Vec<f32> = (0..rows).map(|_| rng.uniform()).collect();
-    let got = block_on(oneshot::moe_down(gpu, &src, ty, 6, experts, rows, cols, &sel, &gate, &h, &y0)).unwrap();
+    let h: Vec<f32> = (0..n * K * cols).map(|_| rng.uniform()).collect();
+    let gate: Vec<f32> = (0..n * K).map(|_| rng.uniform().abs()).collect();
+    let y0: Vec<f32> = (0..n * rows).map(|_| rng.uniform()).collect();
+    let got = block_on(oneshot::moe_down(gpu, &src, ty, 6, experts, rows, cols, K, &sel, &gate, &h, &y0)).unwrap();
     let mut want: Vec<(f64, f64)> = y0.iter().map(|&v| (v as f64, v.abs() as f64)).collect();
     for (j, &e) in sel.iter().enumerate() {
         let hj = &h[j * cols as usize..(j + 1) * cols as usize];
-        let part = reference(ty, &w[e as usize * eb..(e as usize + 1) * eb], rows, cols, hj);
-        for (acc, (dot, mag)) in want.iter_mut().zip(part) {
+        let token = j / K as usize;
+        for (r, (dot, mag)) in reference(ty, expert(e), rows, cols, hj).into_iter().enumerate() {
+            let acc = &mut want[token * rows as usize + r];
             acc.0 += gate[j] as f64 * dot;
             acc.1 += gate[j] as f64 * mag;
         }
@@ -168,15 +179,23 @@ fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, rn
 /// Forced threads-per-row shapes cycled through the checks (1 is the CPU policy's).
 const TPRS: [u32; 6] = [2, 4, 8, 16, 32, 64];
 
-/// `base` with the workgroup shape of variant `v`: 0 the GPU policy (coalescing, 4 to 64 threads
-/// per row by width), 1 the CPU policy (a row per thread), 2 a forced shape cycling through
-/// [`TPRS`] with `i`; and, with `cap`, a binding cap.
+/// Token counts cycled through the checks: the single-token and multi-token matrix-vector forms,
+/// and tiled batches with partial tiles.
+const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
+
+/// `base` with the kernel variant `v`: 0 the GPU policy (coalescing, 4 to 64 threads per row by
+/// width), 1 the CPU policy (a row per thread), 2 a forced shape cycling through [`TPRS`] with
+/// `i`, 3 the tiled matrix-matrix kernel for every batch (portable tile), 4 the same with the
+/// large tile; and, with `cap`, a binding cap.
 fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
+    let t = g.tuning_mut();
     match v {
-        0 => g.set_cpu(false),
-        1 => g.set_cpu(true),
-        _ => g.set_threads_per_row(Some(TPRS[i % TPRS.len()])),
+        0 => t.cpu = false,
+        1 => t.cpu = true,
+        2 => t.tpr = Some(TPRS[i % TPRS.len()]),
+        3 => (t.matvec_max_tokens, t.tile) = (0, Tile::PORTABLE),
+        _ => (t.matvec_max_tokens, t.tile) = (0, Tile::LARGE),
     }
     if let Some(c) = cap {
         g.cap_binding(c);
@@ -198,10 +217,11 @@ fn check_format(ty: GgmlType) {
         let cap = per_part * row_bytes + 19;
         assert_eq!(per_binding(cap, row_bytes), per_part);
         for &rows in rows_list {
-            for v in 0..3 {
-                i += (v == 2) as usize;
-                check_matvec(&shaped(&base, v, i, None), ty, rows, cols, [0, 3, 1][v], [0, 1, 0][v], &mut rng);
-                check_matvec(&shaped(&base, v, i, Some(cap)), ty, rows, cols, [1, 2, 0][v], [0, 5, 0][v], &mut rng);
+            for v in 0..5 {
+                i += 1;
+                let n = if v < 3 { TOKENS[i % TOKENS.len()] } else { [1, 9, 70][i % 3] };
+                check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5][v], [0, 1, 0, 3, 0][v], &mut rng);
+                check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3][v], [0, 5, 0, 0, 2][v], &mut rng);
             }
         }
         assert_eq!(per_binding(3 * row_bytes + 19, row_bytes), 3);
@@ -210,9 +230,10 @@ fn check_format(ty: GgmlType) {
         if cols <= 1024 {
             assert_eq!(per_binding(7 * row_bytes + 19, 7 * row_bytes), 1, "one expert per part");
             for v in 0..3 {
-                i += (v == 2) as usize;
-                check_experts(&shaped(&base, v, i, None), ty, 5, 67, cols, &mut rng);
-                check_experts(&shaped(&base, v, i, Some(7 * row_bytes + 19)), ty, 5, 7, cols, &mut rng);
+                i += 1;
+                let n = TOKENS[i % TOKENS.len()];
+                check_experts(&shaped(&base, v, i, None), ty, 5, 67, cols, n, &mut rng);
+                check_experts(&shaped(&base, v, i, Some(7 * row_bytes + 19)), ty, 5, 7, cols, n, &mut rng);
             }
         }
     }
@@ -295,7 +316,7 @@ fn split_model_stays_compact() {
     let mut gpu = gpu(false);
     gpu.cap_binding(20000);
     let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(8), progress: None }).unwrap();
+    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(8), ..Default::default() }).unwrap();
     assert_within_10_percent("split Q4_K_M", llama.weight_bytes());
     assert!(llama.dispatches_per_token() > 40, "the 3000-row head should be split into many parts");
 }
@@ -329,9 +350,10 @@ fn bench_matvec_formats() {
             let want = reference(ty, &w, rows, cols, &x);
             for &t in &tprs {
                 let mut g = base.clone();
-                g.set_threads_per_row(if t == 0 { None } else { Some(t) });
+                g.tuning_mut().tpr = if t == 0 { None } else { Some(t) };
                 let repeats = std::env::var("BENCH_REPEATS").map_or(20, |r| r.parse().unwrap());
-                let (y, wall, on_gpu) = oneshot::time_matvec(&g, &w, ty, 0, rows, cols, &x, repeats).unwrap();
+                let (y, timing) = block_on(oneshot::linear_timed(&g, &w, ty, 0, rows, cols, &x, repeats)).unwrap();
+                let (wall, on_gpu) = timing.expect("native runs are timed");
                 let s = on_gpu.unwrap_or(wall);
                 if std::env::var("BENCH_NOCHECK").is_err() {
                     assert_rows(&format!("bench {ty}"), &y, &want);

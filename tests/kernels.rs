@@ -36,15 +36,15 @@ fn compare_bytes(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>) 
     let g = Gguf::parse(bytes.as_slice()).unwrap();
     // The same model twice: with the weight kernels' GPU workgroup shapes and with the CPU ones.
     let mut gpus = [gpu(false), gpu(false)];
-    gpus[0].set_cpu(false);
-    gpus[1].set_cpu(true);
+    gpus[0].tuning_mut().cpu = false;
+    gpus[1].tuning_mut().cpu = true;
     let llamas: Vec<Llama> = gpus
         .iter_mut()
         .map(|gpu| {
             if let Some(c) = cap {
                 gpu.cap_binding(c);
             }
-            Llama::load(gpu, &g, bytes, LoadOptions { ctx: Some(positions + 3), progress: None }).unwrap()
+            Llama::load(gpu, &g, bytes, LoadOptions { ctx: Some(positions + 3), ..Default::default() }).unwrap()
         })
         .collect();
     let mut cpu = Reference::load(&g, bytes.as_slice(), &llamas[0].config).unwrap();
@@ -220,7 +220,7 @@ fn llama3_rope_freqs_past_8192() {
     let bytes = model(&s, Scheme::All(GgmlType::F32), 11).unwrap().to_bytes();
     let g = Gguf::parse(bytes.as_slice()).unwrap();
     let gpu = gpu(false);
-    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(8300), progress: None }).unwrap();
+    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(8300), ..Default::default() }).unwrap();
     let mut cpu = Reference::load(&g, bytes.as_slice(), &llama.config).unwrap();
     let token = |pos: u32| (pos * 7919 + 3) % s.vocab;
     let prompt: Vec<u32> = (0..8200).map(token).collect();
@@ -254,7 +254,7 @@ fn head_over_128_mib_on_default_limits() {
     assert!(head.n_bytes > 128 << 20, "the head must exceed one default binding: {} bytes", head.n_bytes);
     let gpu = gpu(true);
     assert_eq!(gpu.limits().max_storage_buffer_binding_size, 128 << 20, "default limits");
-    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(4), progress: None }).unwrap();
+    let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(4), ..Default::default() }).unwrap();
     let (on_gpu, in_file) = llama.weight_bytes();
     assert!(on_gpu <= in_file + in_file / 10, "weights stay compact: {on_gpu} on the GPU for {in_file} in the file");
     let mut cpu = Reference::load(&g, bytes.as_slice(), &llama.config).unwrap();

@@ -1,6 +1,10 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! End to end against `../shared/reference`: every case, every row within 2e-3 (max abs) of the
-//! float64 reference logits, and the greedy continuation identical.
+//! float64 reference logits, and the greedy continuation identical: through `forward` (the
+//! prompt as one batch, then decode token by token) and through the batched every-row path
+//! (`forward_all`, as `--dump-logits` uses it) with each kernel choice: the device's policy, the
+//! GPU workgroup shapes with key splits, and the tiled matrix-matrix kernel for every batch in
+//! chunks of 5 tokens.
 
 mod common;
 
@@ -40,6 +44,39 @@ fn check_case(c: &Case) {
         assert!(e <= TOL, "{}: prompt row {i} max abs {e}", c.name);
     }
     println!("{}: {} rows, max abs {worst:.3e}, greedy identical", c.name, c.rows.len());
+    for variant in 0..3 {
+        check_all_rows(c, &bytes, variant);
+    }
+}
+
+/// Every row of a case from one `forward_all` over prompt ++ greedy[..-1] from position 0, with
+/// kernel choice `variant`: 0 the device's policy, 1 the GPU workgroup shapes (threads per row,
+/// 4 attention key splits for small batches), 2 the tiled matmul for every batch, 5-token chunks.
+fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
+    let mut gpu = gpu(false);
+    let t = gpu.tuning_mut();
+    match variant {
+        0 => {}
+        1 => (t.cpu, t.splits) = (false, Some(4)),
+        _ => t.matvec_max_tokens = 0,
+    }
+    let g = webgpu_llama::Gguf::parse(bytes.as_slice()).unwrap();
+    let batch = (variant == 2).then_some(5);
+    let llama = webgpu_llama::Llama::load(&gpu, &g, bytes, webgpu_llama::LoadOptions { batch, ..Default::default() }).unwrap();
+    let all: Vec<u32> = c.prompt.iter().chain(&c.greedy[..c.greedy.len() - 1]).copied().collect();
+    let rows = block_on(llama.forward_all(&all, 0)).unwrap();
+    assert_eq!(rows.len(), c.rows.len() * c.vocab, "{}: rows", c.name);
+    let mut worst = 0f32;
+    for (i, (got, want)) in rows.chunks(c.vocab).zip(&c.rows).enumerate() {
+        let e = max_abs(got, want);
+        worst = worst.max(e);
+        assert!(e <= TOL, "{} (variant {variant}): batched row {i} max abs {e}", c.name);
+        if i + 1 >= c.prompt.len() {
+            assert_eq!(argmax(got), c.greedy[i + 1 - c.prompt.len()], "{} (variant {variant}): greedy at row {i}", c.name);
+        }
+    }
+    println!("{} (variant {variant}): {} batched rows, max abs {worst:.3e}", c.name, c.rows.len());
+    llama.dispose();
 }
 
 macro_rules! case_test {

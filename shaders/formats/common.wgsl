@@ -1,11 +1,19 @@
 // formats/common.wgsl: helpers shared by every format file; composed first, before the format
-// file and the kernel file (see `gpu::compose`). Weights are the GGUF's stored bytes, uploaded
+// file and the kernel file (see `kernels::compose`). Weights are the GGUF's stored bytes, uploaded
 // unchanged (little-endian) and read as `W: array<u32>`; `X: array<vec4<f32>>` is the kernel's
-// f32 vector, read four values at a time (a quarter of the loads: on CPU implementations such as
-// lavapipe and SwiftShader the vector loads are most of a matvec's cost); its buffer is a whole
-// number of vec4s. Both are declared by the kernel file. Every GGML block is a whole number of 16-bit
-// halfwords, so every field starts at an even byte offset; when a row or block starts 2 bytes
-// into a word (Q4_0, Q5_0, Q8_0, Q3_K, Q6_K, F16, BF16 with odd rows), `ld` joins two words.
+// f32 activations, read four values at a time (a quarter of the loads: on CPU implementations
+// such as lavapipe and SwiftShader the vector loads are most of a matvec's cost). Both are
+// declared by the kernel file. Every GGML block is a whole number of 16-bit halfwords, so every
+// field starts at an even byte offset; when a row or block starts 2 bytes into a word (Q4_0,
+// Q5_0, Q8_0, Q3_K, Q6_K, F16, BF16 with odd rows), `ld` joins two words.
+//
+// The interface of a format file (the only code written per GGML type):
+//   BLOCK_ELEMS, BLOCK_BYTES: a row of `cols` weights is cols / BLOCK_ELEMS blocks of BLOCK_BYTES;
+//   CHUNK: weights a matvec thread takes per step (a multiple of 4; a block, or the span over
+//     which a block's bytes and scales are shared, so that one step loads each byte once);
+//   dq4(rb, c): weights c .. c + 4 (c a multiple of 4) of the row starting at byte rb of W, each
+//     exactly ggml's dequantised f32 value (ggml-quants.c dequantize_row_*).
+// Weight kernels use nothing else of a format: matvec and matmul (and embed, through `dequant`).
 
 // The four bytes at even byte offset b, as one little-endian word (two loads; the second is
 // discarded by the shift when b is word aligned).
@@ -35,13 +43,19 @@ fn bytes4(w: u32, sh: u32) -> vec4<u32> {
   return vec4<u32>(w >> sh, w >> (8u + sh), w >> (16u + sh), w >> (24u + sh));
 }
 
-// Element i of the f32 vector X.
+// Weight i of the row starting at byte rb (embedding gathers, rows whose width is not a
+// multiple of 4).
+fn dequant(rb: u32, i: u32) -> f32 {
+  return dq4(rb, i & ~3u)[i & 3u];
+}
+
+// Element i of the f32 activations X.
 fn x1(i: u32) -> f32 {
   return X[i >> 2u][i & 3u];
 }
 
-// Elements i .. i + 4 of X: one vector load when i is a multiple of 4 (always, except in
-// moe_down over F32/F16/BF16 experts of a width that is not).
+// Elements i .. i + 4 of X: one vector load when i is a multiple of 4 (always, unless a row of X
+// is not a whole number of vec4s).
 fn xv4(i: u32) -> vec4<f32> {
   if ((i & 3u) == 0u) { return X[i >> 2u]; }
   return vec4<f32>(x1(i), x1(i + 1u), x1(i + 2u), x1(i + 3u));
@@ -59,10 +73,24 @@ fn scale_min_k4(j: u32, s0: u32, s1: u32, s2: u32) -> vec4<u32> {
   return select(a & vec4<u32>(63u), hi, j >= 4u);
 }
 
-// Q4_K / Q5_K: (d * scale, dmin * min) of sub-blocks 2c and 2c + 1 of the block whose first word
-// is w0 (f16 d and dmin, then the 12 scale bytes): (d1, m1, d2, m2).
-fn k4_chunk_scales(w0: u32, c: u32) -> vec4<f32> {
+// Q4_K / Q5_K: (d * scale, dmin * min) of the 32-weight sub-block s (< 8) of the block whose
+// first word is w0 (f16 d and dmin, then the 12 scale bytes).
+fn k4_scale(w0: u32, s: u32) -> vec2<f32> {
   let dm = unpack2x16float(W[w0]);
-  let sm = vec4<f32>(scale_min_k4(2u * c, W[w0 + 1u], W[w0 + 2u], W[w0 + 3u]));
-  return vec4<f32>(dm.x, dm.y, dm.x, dm.y) * sm;
+  let sm = scale_min_k4(s & ~1u, W[w0 + 1u], W[w0 + 2u], W[w0 + 3u]);
+  return dm * vec2<f32>(select(sm.xy, sm.zw, (s & 1u) == 1u));
+}
+
+// Thread t's share (chunks t, t + tpr, ...) of sum_c W[c] X[xo + c] over the `cols` weights of
+// the row starting at byte rb: the expert kernels' dot product (matvec.wgsl has its own, for
+// several tokens at once).
+fn row_dot(rb: u32, cols: u32, xo: u32, t: u32, tpr: u32) -> f32 {
+  var s = 0.0;
+  let chunks = cols / CHUNK;
+  for (var ch = t; ch < chunks; ch += tpr) {
+    let c0 = ch * CHUNK;
+    for (var i = 0u; i < CHUNK; i += 4u) { s += dot(dq4(rb, c0 + i), xv4(xo + c0 + i)); }
+  }
+  for (var c = chunks * CHUNK + t; c < cols; c += tpr) { s += dequant(rb, c) * x1(xo + c); }
+  return s;
 }

@@ -238,7 +238,7 @@ mod cli {
                     &bytes,
                     LoadOptions {
                         ctx,
-                        progress: None,
+                        ..Default::default()
                     },
                 )?;
                 gpu.device.poll(wgpu::PollType::wait_indefinitely())?;
@@ -290,17 +290,16 @@ mod cli {
                     );
                 }
                 if let Some(path) = dump_logits {
-                    // Every row, one token at a time from position 0 (this also re-runs the cache).
+                    // Every row from the batched path: one forward over prompt ++ greedy[:-1] from
+                    // position 0 (this also re-runs the cache).
                     let all: Vec<u32> = tokens
                         .iter()
                         .chain(out.iter().take(out.len().saturating_sub(1)))
                         .copied()
                         .collect();
+                    let rows = llama.forward_all(&all, 0).await?;
                     let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
-                    for (pos, &t) in all.iter().enumerate() {
-                        let row = llama.forward(&[t], pos as u32).await?;
-                        f.write_all(bytemuck::cast_slice(&row))?;
-                    }
+                    f.write_all(bytemuck::cast_slice(&rows))?;
                     println!("wrote {} rows of {} logits to {path}", all.len(), c.vocab);
                 }
                 Ok(())

@@ -311,7 +311,7 @@ async fn create(device: JsValue, gguf: JsValue, options: Option<JsValue>) -> Res
     // Loading is synchronous, so no other code can push or pop scopes in between.
     let oom = gpu.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let loaded = Llama::load(&gpu, &g, &src, LoadOptions { ctx: opts.ctx, progress: Some(&mut report) });
+    let loaded = Llama::load(&gpu, &g, &src, LoadOptions { ctx: opts.ctx, progress: Some(&mut report), ..Default::default() });
     let validation = validation.pop();
     let oom = oom.pop();
     drop(g);
@@ -418,7 +418,7 @@ impl WebLlama {
             state.llama.validate(&tokens, pos)?;
             // Synchronous: push, submit, pop. No await inside the scope.
             let scope = state.llama.gpu().device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let readback = state.llama.submit(&tokens, pos);
+            let readback = state.llama.submit(&tokens, pos, false);
             let popped = scope.pop();
             Ok((readback?, popped))
         })();
@@ -426,11 +426,11 @@ impl WebLlama {
             let (readback, popped) = submitted.map_err(js_error)?;
             let checked = match popped.await {
                 Some(e) => Err(gpu_error(e)),
-                None => state.llama.gpu().map_read(&readback).await,
+                None => state.llama.gpu().map_read(&readback.buffer).await,
             };
             match &checked {
                 Ok(_) => state.llama.recycle(readback),
-                Err(_) => readback.destroy(),
+                Err(_) => readback.buffer.destroy(),
             }
             let bytes = checked.map_err(js_error)?;
             let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);

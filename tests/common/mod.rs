@@ -36,7 +36,7 @@ pub fn gpu(default_limits: bool) -> Gpu {
 /// Loads a model file with the given KV-cache length.
 pub fn load(gpu: &Gpu, bytes: &Vec<u8>, ctx: Option<u32>) -> Llama {
     let g = Gguf::parse(bytes.as_slice()).expect("parse");
-    Llama::load(gpu, &g, bytes, LoadOptions { ctx, progress: None }).expect("load")
+    Llama::load(gpu, &g, bytes, LoadOptions { ctx, ..Default::default() }).expect("load")
 }
 
 /// One `../shared/reference` case.

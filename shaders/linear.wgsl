@@ -1,0 +1,27 @@
+// linear.wgsl: the bindings shared by matvec.wgsl and matmul.wgsl, the two kernels of a linear
+// op Y (+)= W X over a batch of tokens (kernels::Kernel::Matvec / Matmul; `linear::Linear` picks
+// one per batch size). Composed after formats/common.wgsl and one formats/<type>.wgsl.
+// W: one part of a [rows][cols] weight matrix in its GGUF storage format (row r at byte
+// r * cols / BLOCK_ELEMS * BLOCK_BYTES of this part's buffer). X: activations [n][x_stride] f32,
+// token i's input at X[(x_row0 + i) * x_stride ..]. Y: [n][y_stride] f32, token i's output row r
+// at Y[i * y_stride + y0 + r]; with `accumulate` added to what is there (the residual stream).
+// Token rows: 0 .. st.n_tokens, or only the last one (`last_only`: the output head, which needs
+// the logits after the last token alone; it reads X row n - 1 and writes Y row 0).
+struct Linear { rows: u32, cols: u32, x_stride: u32, y_stride: u32, y0: u32, accumulate: u32, last_only: u32, _pad: u32 };
+struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
+@group(0) @binding(0) var<uniform> p: Linear;
+@group(0) @binding(1) var<uniform> st: Step;
+@group(0) @binding(2) var<storage, read> W: array<u32>;
+@group(0) @binding(3) var<storage, read> X: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+
+// Token rows this dispatch computes, and the X row of the first.
+fn batch_rows() -> vec2<u32> {
+  if (p.last_only != 0u) { return vec2<u32>(1u, st.n_tokens - 1u); }
+  return vec2<u32>(st.n_tokens, 0u);
+}
+
+fn store(i: u32, r: u32, v: f32) {
+  let o = i * p.y_stride + p.y0 + r;
+  if (p.accumulate != 0u) { Y[o] = Y[o] + v; } else { Y[o] = v; }
+}

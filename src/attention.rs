@@ -1,0 +1,154 @@
+//! Causal GQA attention of a batch of tokens against the KV cache: one flash-attention kernel
+//! (`shaders/attention.wgsl`: key tiles in workgroup memory, online softmax) in two shapes, one
+//! for few query rows (decoding: many threads per row) and one for many (prefill), and for small
+//! batches a split of the keys across workgroups whose partial results
+//! `shaders/attention_combine.wgsl` merges (flash-decoding), so that decode keeps the GPU busy
+//! however long the context.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::config::Config;
+use crate::gpu::Gpu;
+use crate::kernels::{Geometry, Kernel, PipelineKey};
+use crate::program::{Batch, Builder};
+
+/// Most key splits of one attention dispatch.
+pub const MAX_SPLITS: u32 = 32;
+/// Key splits are used only for batches of at most this many tokens.
+pub const SPLIT_MAX_TOKENS: u32 = 8;
+
+/// `struct P` of `shaders/attention.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct AttentionParams {
+    /// Query heads.
+    pub n_heads: u32,
+    /// KV heads.
+    pub n_kv: u32,
+    /// Floats per token row of the fused `[q | k | v]` buffer.
+    pub q_stride: u32,
+    /// Floats per token row of the output.
+    pub o_stride: u32,
+    /// 1 / sqrt(head_dim).
+    pub scale: f32,
+    /// Padding to 32 bytes.
+    pub pad: [u32; 3],
+}
+
+/// `struct P` of `shaders/attention_combine.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct CombineParams {
+    /// Query heads.
+    pub n_heads: u32,
+    /// Head dim.
+    pub head_dim: u32,
+    /// Floats per token row of the output.
+    pub o_stride: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+}
+
+/// The attention kernel's geometry for `head_dim` with `rows_hint` query rows per workgroup
+/// wanted: threads per query row (a power of two dividing `head_dim`, at most 64 / rows_hint)
+/// and keys per tile (K and V tiles plus the scores fitting `shared` bytes of workgroup memory,
+/// at most 16 KiB: WebGPU's default).
+pub fn geometry(head_dim: u32, rows_hint: u32, shared: u32) -> Geometry {
+    let mut tpq = (64 / rows_hint.next_power_of_two().clamp(1, 64)).min(16);
+    while tpq > 1 && head_dim % tpq != 0 {
+        tpq /= 2;
+    }
+    let budget = shared.min(16384) / 4;
+    let mut bkv = 32;
+    while bkv > 1 && bkv * (2 * head_dim + 64) > budget {
+        bkv /= 2;
+    }
+    Geometry::Attention { head_dim, tpq, bkv }
+}
+
+fn rows_per_workgroup(g: &Geometry) -> u32 {
+    match g {
+        Geometry::Attention { tpq, .. } => 64 / tpq,
+        _ => unreachable!("attention geometry"),
+    }
+}
+
+/// Key splits for a batch of `n_tokens` whose keys run to `kv_len`: enough workgroups to keep a
+/// large GPU busy (about 256), each split at least 64 keys, at most [`MAX_SPLITS`]; 1 for larger
+/// batches (they fill the GPU with query rows) and on CPU adapters.
+pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
+    if n_tokens > SPLIT_MAX_TOKENS {
+        return 1;
+    }
+    if let Some(s) = gpu.tuning().splits {
+        return s.clamp(1, MAX_SPLITS);
+    }
+    if gpu.is_cpu() {
+        return 1;
+    }
+    let g = cfg.n_heads / cfg.n_kv_heads;
+    let decode = geometry(cfg.head_dim, g, gpu.limits().max_compute_workgroup_storage_size);
+    let workgroups = cfg.n_kv_heads * (n_tokens * g).div_ceil(rows_per_workgroup(&decode));
+    256u32.div_ceil(workgroups).clamp(1, MAX_SPLITS.min(kv_len.div_ceil(64)))
+}
+
+/// Bytes of the partial-results buffer attention's key splits need.
+pub fn partials_bytes(cfg: &Config) -> u64 {
+    MAX_SPLITS as u64 * SPLIT_MAX_TOKENS as u64 * cfg.n_heads as u64 * (cfg.head_dim as u64 + 2) * 4
+}
+
+/// The buffers one attention op reads and writes.
+pub struct AttentionIo<'a> {
+    /// `[tokens][q_stride]`: `[q | k | v]` after RoPE.
+    pub qkv: &'a wgpu::Buffer,
+    /// Floats per token row of `qkv`.
+    pub q_stride: u32,
+    /// KV cache `[ctx][n_kv * head_dim]`, keys.
+    pub k_cache: &'a wgpu::Buffer,
+    /// Values.
+    pub v_cache: &'a wgpu::Buffer,
+    /// Output `[tokens][n_heads * head_dim]`.
+    pub out: &'a wgpu::Buffer,
+    /// Scratch for key splits ([`partials_bytes`]).
+    pub partials: &'a wgpu::Buffer,
+}
+
+impl Builder<'_> {
+    /// Attention of the batch's tokens over the cache, then (when keys are split) the combine.
+    pub fn attention(&mut self, cfg: &Config, io: AttentionIo<'_>) {
+        let shared = self.gpu.limits().max_compute_workgroup_storage_size;
+        let g = cfg.n_heads / cfg.n_kv_heads;
+        let q_dim = cfg.q_dim();
+        let params = AttentionParams {
+            n_heads: cfg.n_heads,
+            n_kv: cfg.n_kv_heads,
+            q_stride: io.q_stride,
+            o_stride: q_dim,
+            scale: 1.0 / (cfg.head_dim as f32).sqrt(),
+            pad: [0; 3],
+        };
+        let p = self.uniform("attention", &params);
+        let step = self.step.clone();
+        let bufs = [&p, &step, io.qkv, io.k_cache, io.v_cache, io.out, io.partials];
+        let decode = geometry(cfg.head_dim, g, shared);
+        let prefill = geometry(cfg.head_dim, 16, shared);
+        let (bq_decode, bq_prefill) = (rows_per_workgroup(&decode), rows_per_workgroup(&prefill));
+        let variants = vec![
+            self.variant(PipelineKey { kernel: Kernel::Attention, format: None, geometry: decode }, &bufs),
+            self.variant(PipelineKey { kernel: Kernel::Attention, format: None, geometry: prefill }, &bufs),
+        ];
+        let n_kv = cfg.n_kv_heads;
+        self.op(variants, move |b: &Batch| {
+            let rows = b.n_tokens * g;
+            Some(if rows <= bq_decode { (0, [rows.div_ceil(bq_decode), n_kv, b.splits]) } else { (1, [rows.div_ceil(bq_prefill), n_kv, b.splits]) })
+        });
+        // The cache's keys and values once, q in and o out.
+        let (kv_row, q_row) = (2 * cfg.kv_dim() as u64 * 4, 2 * q_dim as u64 * 4);
+        self.traffic(move |b| (b.pos0 + b.n_tokens) as u64 * kv_row + b.n_tokens as u64 * q_row);
+        let cp = CombineParams { n_heads: cfg.n_heads, head_dim: cfg.head_dim, o_stride: q_dim, pad: 0 };
+        let c = self.uniform("attention combine", &cp);
+        let combine = self.variant(PipelineKey::plain(Kernel::AttentionCombine), &[&c, &step, io.partials, io.out]);
+        let n_heads = cfg.n_heads;
+        self.op(vec![combine], move |b| (b.splits > 1).then_some((0, [n_heads, b.n_tokens, 1])));
+    }
+}

@@ -1,0 +1,113 @@
+//! The forward pass's small ops over a batch of token rows: the embedding gather, RMSNorm, RoPE
+//! with the KV-cache write, and SwiGLU (the linear ops: [`crate::linear`]; attention:
+//! [`crate::attention`]; experts: [`crate::moe`]). Each has its parameter block, the
+//! `#[repr(C)]` twin of the `struct P` of its shader.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::config::Config;
+use crate::kernels::{Kernel, PipelineKey};
+use crate::program::Builder;
+use crate::weights::Matrix;
+
+/// `struct Part` of `shaders/embed.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct EmbedParams {
+    /// First row (token id) held by this part of the table.
+    pub row_start: u32,
+    /// Rows in the part.
+    pub rows: u32,
+    /// Model width.
+    pub d: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+}
+
+/// `struct P` of `shaders/rmsnorm.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct NormParams {
+    /// Row width.
+    pub n: u32,
+    /// RMSNorm epsilon.
+    pub eps: f32,
+    /// Padding to 16 bytes.
+    pub pad: [u32; 2],
+}
+
+/// `struct P` of `shaders/rope_kv.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct RopeParams {
+    /// Query heads.
+    pub n_heads: u32,
+    /// KV heads.
+    pub n_kv: u32,
+    /// Head dim.
+    pub head_dim: u32,
+    /// Dims rotated per head.
+    pub n_rot: u32,
+    /// Floats per token row of `[q | k | v]`.
+    pub qkv_stride: u32,
+    /// Padding to 32 bytes.
+    pub pad: [u32; 3],
+}
+
+/// `struct P` of `shaders/swiglu.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct SwigluParams {
+    /// Values of g (and of u) per token.
+    pub n: u32,
+    /// Offset of u from g within a token row.
+    pub u0: u32,
+    /// Floats per token row.
+    pub stride: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+}
+
+impl Builder<'_> {
+    /// `x[i] = E[tokens[i]]`, one op per part of the table (each writes only its own tokens).
+    pub fn embed(&mut self, e: &Matrix, tokens: &wgpu::Buffer, x: &wgpu::Buffer) {
+        let step = self.step.clone();
+        for part in &e.parts {
+            let p = self.uniform("embed", &EmbedParams { row_start: part.row_start, rows: part.rows, d: e.cols, pad: 0 });
+            let key = PipelineKey { kernel: Kernel::Embed, format: Some(e.ty), geometry: Default::default() };
+            let groups = e.cols.div_ceil(64);
+            self.plain(key, &[&p, &step, tokens, &part.buffer, x], move |b| [groups, b.n_tokens, 1]);
+            let row = part.buffer.size() / part.rows.max(1) as u64 + 4 * groups as u64 * 64;
+            self.traffic(move |b| b.n_tokens as u64 * row);
+        }
+    }
+
+    /// `y[i] = rmsnorm(x[i]) * w` for every token row of width `n`.
+    pub fn rmsnorm(&mut self, n: u32, eps: f32, x: &wgpu::Buffer, w: &wgpu::Buffer, y: &wgpu::Buffer) {
+        let p = self.uniform("rmsnorm", &NormParams { n, eps, pad: [0; 2] });
+        let step = self.step.clone();
+        self.plain(PipelineKey::plain(Kernel::RmsNorm), &[&p, &step, x, w, y], |b| [b.n_tokens, 1, 1]);
+        self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
+    }
+
+    /// RoPE on each token's q and k (rows of `[q | k | v]` of `qkv_stride` floats, position
+    /// pos0 + i) with the cos/sin table `rope`, and k, v into the cache.
+    pub fn rope_kv(&mut self, cfg: &Config, qkv: &wgpu::Buffer, qkv_stride: u32, rope: &wgpu::Buffer, k_cache: &wgpu::Buffer, v_cache: &wgpu::Buffer) {
+        let params = RopeParams { n_heads: cfg.n_heads, n_kv: cfg.n_kv_heads, head_dim: cfg.head_dim, n_rot: cfg.n_rot, qkv_stride, pad: [0; 3] };
+        let p = self.uniform("rope_kv", &params);
+        let step = self.step.clone();
+        let groups = (cfg.q_dim() / 2).max(cfg.kv_dim()).div_ceil(64);
+        self.plain(PipelineKey::plain(Kernel::RopeKv), &[&p, &step, rope, qkv, k_cache, v_cache], move |b| [groups, b.n_tokens, 1]);
+        let per_token = (2 * cfg.q_dim() as u64 + 4 * cfg.kv_dim() as u64 + cfg.n_rot as u64) * 4;
+        self.traffic(move |b| b.n_tokens as u64 * per_token);
+    }
+
+    /// `g = silu(g) * u` in place for every token row of `[g | u]` (`n` values each, u at `u0`,
+    /// rows of `stride` floats).
+    pub fn swiglu(&mut self, n: u32, u0: u32, stride: u32, gu: &wgpu::Buffer) {
+        let p = self.uniform("swiglu", &SwigluParams { n, u0, stride, pad: 0 });
+        let step = self.step.clone();
+        self.plain(PipelineKey::plain(Kernel::Swiglu), &[&p, &step, gu], move |b| [n.div_ceil(64), b.n_tokens, 1]);
+        self.traffic(move |b| b.n_tokens as u64 * n as u64 * 12);
+    }
+}

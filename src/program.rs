@@ -1,0 +1,195 @@
+//! The forward program: a list of ops recorded once at load, each able to run on a batch of any
+//! number of tokens up to the activations' capacity (one token when decoding, a chunk of the
+//! prompt when prefilling). An op holds one or more compiled variants (pipeline + bind group,
+//! all built at load) and a plan that, given the [`Batch`], picks the variant and its workgroup
+//! grid, or skips the op. The only per-batch inputs on the GPU are the [`Step`] uniform and the
+//! token ids, written once per batch.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::gpu::Gpu;
+use crate::kernels::{Kernels, PipelineKey};
+
+/// What one recorded pass computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batch {
+    /// Tokens in the batch (at least 1, at most the program's capacity).
+    pub n_tokens: u32,
+    /// Position of the first token.
+    pub pos0: u32,
+    /// Key splits of attention (flash-decoding; 1 = none), see [`crate::attention::splits`].
+    pub splits: u32,
+    /// Compute the logits of every token, not only the last one's.
+    pub all_logits: bool,
+}
+
+/// The step uniform every batched kernel reads (`struct Step` in the shaders).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct Step {
+    /// Tokens in the batch.
+    pub n_tokens: u32,
+    /// Position of the first token.
+    pub pos0: u32,
+    /// Attention key splits.
+    pub splits: u32,
+    /// Padding to 16 bytes.
+    pub pad: u32,
+}
+
+impl Step {
+    /// The uniform for `b`.
+    pub fn of(b: &Batch) -> Step {
+        Step { n_tokens: b.n_tokens, pos0: b.pos0, splits: b.splits, pad: 0 }
+    }
+}
+
+/// One compiled form of an op.
+pub struct Variant {
+    /// What it was compiled for.
+    pub key: PipelineKey,
+    /// The pipeline.
+    pub pipeline: wgpu::ComputePipeline,
+    /// Its bindings.
+    pub bind: wgpu::BindGroup,
+}
+
+/// Picks an op's variant and grid for a batch; `None` skips the op.
+pub type Plan = Box<dyn Fn(&Batch) -> Option<(usize, [u32; 3])>>;
+
+/// Bytes an op moves to and from memory for a batch (an estimate for the profiler: weights read
+/// once, plus the activations and KV cache it reads and writes).
+pub type Traffic = Box<dyn Fn(&Batch) -> u64>;
+
+/// One step of the forward program.
+pub struct Op {
+    /// Its compiled forms.
+    pub variants: Vec<Variant>,
+    /// How a batch runs it.
+    pub plan: Plan,
+    /// Its memory traffic (0 unless the builder set it).
+    pub traffic: Traffic,
+}
+
+/// A dispatch as recorded for one batch: which op's which variant, over which grid.
+#[derive(Clone, Copy)]
+pub struct Dispatch<'a> {
+    /// The variant.
+    pub variant: &'a Variant,
+    /// Workgroups in x, y, z.
+    pub grid: [u32; 3],
+    /// Bytes it moves (see [`Traffic`]).
+    pub bytes: u64,
+}
+
+/// The ops in order.
+#[derive(Default)]
+pub struct Program {
+    /// Ops in execution order.
+    pub ops: Vec<Op>,
+}
+
+impl Program {
+    /// The dispatches a batch runs, in order.
+    pub fn dispatches(&self, batch: &Batch) -> Vec<Dispatch<'_>> {
+        self.ops
+            .iter()
+            .filter_map(|op| {
+                let (v, grid) = (op.plan)(batch)?;
+                Some(Dispatch { variant: &op.variants[v], grid, bytes: (op.traffic)(batch) })
+            })
+            .collect()
+    }
+
+    /// Records `batch` into one compute pass.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, batch: &Batch) {
+        for d in self.dispatches(batch) {
+            pass.set_pipeline(&d.variant.pipeline);
+            pass.set_bind_group(0, &d.variant.bind, &[]);
+            pass.dispatch_workgroups(d.grid[0], d.grid[1], d.grid[2]);
+        }
+    }
+
+    /// Records `batch` with one compute pass per dispatch, each writing timestamps `2i` and
+    /// `2i + 1` of `queries` (which must hold two per dispatch): the profiler's form. Returns
+    /// the dispatches in order.
+    pub fn record_timed<'p>(&'p self, enc: &mut wgpu::CommandEncoder, batch: &Batch, queries: &wgpu::QuerySet) -> Vec<Dispatch<'p>> {
+        let list = self.dispatches(batch);
+        for (i, d) in list.iter().enumerate() {
+            let timestamp_writes =
+                Some(wgpu::ComputePassTimestampWrites { query_set: queries, beginning_of_pass_write_index: Some(2 * i as u32), end_of_pass_write_index: Some(2 * i as u32 + 1) });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
+            pass.set_pipeline(&d.variant.pipeline);
+            pass.set_bind_group(0, &d.variant.bind, &[]);
+            pass.dispatch_workgroups(d.grid[0], d.grid[1], d.grid[2]);
+        }
+        list
+    }
+}
+
+/// A grid of `n` workgroups in x, wrapping into y past 65535 (the per-dimension limit): kernels
+/// recover the index as `wg.y * num_workgroups.x + wg.x` and skip indices past `n`.
+pub fn grid(n: u32) -> [u32; 3] {
+    let x = n.clamp(1, 65535);
+    [x, n.div_ceil(x).max(1), 1]
+}
+
+/// Builds a [`Program`]; remembers every buffer it makes (for disposal).
+pub struct Builder<'a> {
+    /// The device.
+    pub gpu: &'a Gpu,
+    /// The pipeline cache.
+    pub kernels: &'a mut Kernels,
+    /// The program so far.
+    pub program: Program,
+    /// Buffers made (uniforms, activations).
+    pub buffers: Vec<wgpu::Buffer>,
+    /// The per-batch [`Step`] uniform.
+    pub step: wgpu::Buffer,
+}
+
+impl<'a> Builder<'a> {
+    /// An empty program with its step uniform.
+    pub fn new(gpu: &'a Gpu, kernels: &'a mut Kernels) -> Builder<'a> {
+        let step = gpu.uniform_of("step", &Step::default());
+        Builder { gpu, kernels, program: Program::default(), buffers: vec![step.clone()], step }
+    }
+
+    /// A uniform buffer holding `value`.
+    pub fn uniform<T: Pod>(&mut self, label: &str, value: &T) -> wgpu::Buffer {
+        let b = self.gpu.uniform_of(label, value);
+        self.buffers.push(b.clone());
+        b
+    }
+
+    /// A zeroed storage buffer of `bytes` bytes.
+    pub fn storage(&mut self, label: &str, bytes: u64) -> wgpu::Buffer {
+        let b = self.gpu.storage(label, bytes);
+        self.buffers.push(b.clone());
+        b
+    }
+
+    /// `key` compiled and bound to `buffers` (bindings 0, 1, ... in order).
+    pub fn variant(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> Variant {
+        let (pipeline, bind) = self.kernels.bind(&self.gpu.device, key, buffers);
+        Variant { key, pipeline, bind }
+    }
+
+    /// Appends an op.
+    pub fn op(&mut self, variants: Vec<Variant>, plan: impl Fn(&Batch) -> Option<(usize, [u32; 3])> + 'static) {
+        self.program.ops.push(Op { variants, plan: Box::new(plan), traffic: Box::new(|_| 0) });
+    }
+
+    /// Sets the memory traffic of the op appended last (for the profiler).
+    pub fn traffic(&mut self, f: impl Fn(&Batch) -> u64 + 'static) {
+        if let Some(op) = self.program.ops.last_mut() {
+            op.traffic = Box::new(f);
+        }
+    }
+
+    /// Appends an op of one variant that always runs, over `grid(batch)`.
+    pub fn plain(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer], grid: impl Fn(&Batch) -> [u32; 3] + 'static) {
+        let v = self.variant(key, buffers);
+        self.op(vec![v], move |b| Some((0, grid(b))));
+    }
+}
