@@ -24,6 +24,80 @@ pub struct BenchOptions {
     pub repeats: u32,
     /// The GPU's peak memory bandwidth in GB/s, for the bandwidth bound (e.g. 4800 for an H200).
     pub peak_gbs: Option<f64>,
+    /// Also time every kernel of one decode step (at position `prompt`) and of one prefill batch
+    /// (timestamp queries, where the adapter has them).
+    pub profile: bool,
+}
+
+/// One kernel's share of a profiled batch: the dispatches with the same pipeline label.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileRow {
+    /// Pipeline label, e.g. `matvec Q4_K tpr16 x1`.
+    pub label: String,
+    /// Dispatches.
+    pub calls: u32,
+    /// GPU seconds, summed.
+    pub seconds: f64,
+    /// Bytes moved (estimate: weights once, activations, KV cache), summed.
+    pub bytes: u64,
+}
+
+/// A profiled batch.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    /// What it is, e.g. `decode at 512`.
+    pub phase: String,
+    /// Tokens in the batch.
+    pub tokens: u32,
+    /// Per kernel label, slowest first.
+    pub rows: Vec<ProfileRow>,
+}
+
+impl Profile {
+    fn of(phase: String, tokens: u32, list: Vec<(String, f64, u64)>) -> Profile {
+        let mut rows: Vec<ProfileRow> = Vec::new();
+        for (label, t, b) in list {
+            let i = rows.iter().position(|r| r.label == label).unwrap_or_else(|| {
+                rows.push(ProfileRow { label, ..Default::default() });
+                rows.len() - 1
+            });
+            rows[i].calls += 1;
+            rows[i].seconds += t;
+            rows[i].bytes += b;
+        }
+        rows.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+        Profile { phase, tokens, rows }
+    }
+
+    /// Total GPU seconds.
+    pub fn seconds(&self) -> f64 {
+        self.rows.iter().map(|r| r.seconds).sum()
+    }
+
+    /// Total bytes moved.
+    pub fn bytes(&self) -> u64 {
+        self.rows.iter().map(|r| r.bytes).sum()
+    }
+
+    /// The table: per kernel calls, microseconds, share of the batch, GB/s and share of the
+    /// bandwidth bound; then the total and the per-layer average.
+    pub fn table(&self, peak_gbs: Option<f64>, layers: u32) -> String {
+        let mut out = format!("profile: {} ({} tokens), GPU time per kernel (timestamp queries, one pass per dispatch)\n", self.phase, self.tokens);
+        out += &format!("  {:<40} {:>6} {:>10} {:>6} {:>9} {:>7}\n", "kernel", "calls", "us", "share", "GB/s", "bound");
+        let total = self.seconds();
+        let line = |label: &str, calls: u32, t: f64, bytes: u64| {
+            let gbs = bytes as f64 / t.max(1e-12) / 1e9;
+            let bound = peak_gbs.map_or("-".to_string(), |p| format!("{:.1}%", 100.0 * gbs / p));
+            format!("  {label:<40} {calls:>6} {:>10.1} {:>5.1}% {gbs:>9.1} {bound:>7}\n", t * 1e6, 100.0 * t / total.max(1e-12))
+        };
+        for r in &self.rows {
+            out += &line(&r.label, r.calls, r.seconds, r.bytes);
+        }
+        let calls = self.rows.iter().map(|r| r.calls).sum();
+        out += &line("total", calls, total, self.bytes());
+        out += &line("per layer (total / layers)", calls / layers.max(1), total / layers.max(1) as f64, self.bytes() / layers.max(1) as u64);
+        out
+    }
 }
 
 /// Median and spread of one measurement.
@@ -74,6 +148,10 @@ pub struct BenchReport {
     pub gen: u32,
     /// Peak bandwidth given, GB/s.
     pub peak_gbs: Option<f64>,
+    /// Kernel profiles (with [`BenchOptions::profile`]).
+    pub profiles: Vec<Profile>,
+    /// Layers (for the per-layer profile line).
+    pub layers: u32,
 }
 
 impl BenchReport {
@@ -114,7 +192,11 @@ impl std::fmt::Display for BenchReport {
             writeln!(f, "bandwidth bound at {:.0} GB/s: {:.1} tok/s (decode reaches {:.1}% of it)", self.peak_gbs.unwrap_or(0.0), b, 100.0 * self.decode_tps.median / b)?;
         }
         writeln!(f, "weights on GPU: {} bytes (file tensors: {} bytes)", self.weight_bytes.0, self.weight_bytes.1)?;
-        write!(f, "GPU memory allocated: {} bytes", self.gpu_bytes)
+        write!(f, "GPU memory allocated: {} bytes", self.gpu_bytes)?;
+        for p in &self.profiles {
+            write!(f, "\n{}", p.table(self.peak_gbs, self.layers).trim_end())?;
+        }
+        Ok(())
     }
 }
 
@@ -168,6 +250,17 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         dec.push(opts.gen.max(1) as f64 / t.elapsed().as_secs_f64());
         enc.push(1e3 * encode / opts.gen.max(1) as f64);
     }
+    let mut profiles = Vec::new();
+    if opts.profile {
+        let p = opts.prompt.max(1);
+        let cases = [(format!("decode at position {p}"), 1, p), (format!("prefill of {} tokens at 0", p.min(llama.batch())), p.min(llama.batch()), 0)];
+        for (phase, n, pos) in cases {
+            match llama.profile(n, pos).await? {
+                Some(list) => profiles.push(Profile::of(phase, n, list)),
+                None => eprintln!("profile: {phase}: this adapter has no timestamp queries"),
+            }
+        }
+    }
     let report = BenchReport {
         adapter: gpu.adapter_info.clone(),
         load_s,
@@ -181,6 +274,8 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         prompt: opts.prompt,
         gen: opts.gen,
         peak_gbs: opts.peak_gbs,
+        profiles,
+        layers: llama.config.n_layers,
     };
     llama.dispose();
     Ok(report)

@@ -132,6 +132,23 @@ impl Tile {
     }
 }
 
+impl std::str::FromStr for Tile {
+    type Err = String;
+
+    /// `BMxBN/TMxTN`, e.g. `128x64/8x4`: every value a multiple of 4, TM dividing BM and TN
+    /// dividing BN, at most 256 threads.
+    fn from_str(s: &str) -> Result<Tile, String> {
+        let bad = || format!("tile {s:?}: expected BMxBN/TMxTN with multiples of 4, e.g. 64x64/4x4");
+        let v: Vec<u32> = s.split(['x', '/']).map(|p| p.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+        let [bm, bn, tm, tn] = v[..] else { return Err(bad()) };
+        let t = Tile { bm, bn, tm, tn };
+        if [bm, bn, tm, tn].iter().any(|&x| x == 0 || x % 4 != 0) || bm % tm != 0 || bn % tn != 0 || t.threads() > 256 || 256 % t.threads() != 0 {
+            return Err(bad());
+        }
+        Ok(t)
+    }
+}
+
 /// The geometry a kernel is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Geometry {

@@ -306,6 +306,41 @@ impl Llama {
         self.read(pending).await
     }
 
+    /// GPU time of each dispatch of one batch of `n` tokens at `pos0` (token id 1 each), from
+    /// timestamp queries around one compute pass per dispatch: (kernel label, seconds, bytes moved)
+    /// in program order. `None` when the device has no timestamp queries. Writes the KV cache at
+    /// `pos0 .. pos0 + n` (positions before must be filled).
+    ///
+    /// Errors: as [`Llama::validate`]; [`Error::Gpu`].
+    pub async fn profile(&self, n: u32, pos0: u32) -> Result<Option<Vec<(String, f64, u64)>>> {
+        let tokens = vec![1u32; n as usize];
+        self.validate(&tokens, pos0)?;
+        if n > self.batch || !self.gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return Ok(None);
+        }
+        let batch = self.plan(n, pos0, false);
+        let count = self.program.dispatches(&batch).len() as u32 * 2;
+        let queries = self.gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("profile"), ty: wgpu::QueryType::Timestamp, count });
+        let resolve = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("profile timestamps"),
+            size: count as u64 * 8,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        self.gpu.queue.write_buffer(&self.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
+        self.gpu.queue.write_buffer(&self.tokens, 0, bytemuck::cast_slice(&tokens));
+        let mut enc = self.gpu.device.create_command_encoder(&Default::default());
+        let list = self.program.record_timed(&mut enc, &batch, &queries);
+        enc.resolve_query_set(&queries, 0..count, &resolve, 0);
+        self.gpu.queue.submit([enc.finish()]);
+        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&self.gpu.read(&resolve, count as u64 * 8).await?);
+        resolve.destroy();
+        queries.destroy();
+        self.filled.set(self.filled.get().max(pos0 + n));
+        let period = self.gpu.queue.get_timestamp_period() as f64 * 1e-9;
+        Ok(Some(list.iter().enumerate().map(|(i, d)| (d.variant.key.label(), ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period, d.bytes)).collect()))
+    }
+
     /// Gives a read (and unmapped) readback buffer back to the pool (a few one-row buffers are
     /// kept; after [`Llama::dispose`] it is destroyed).
     pub fn recycle(&self, pending: Pending) {

@@ -74,6 +74,18 @@ mod cli {
             /// Create the device with WebGPU's default limits.
             #[arg(long)]
             default_limits: bool,
+            /// Also print the GPU time of every kernel of one decode step and one prefill batch.
+            #[arg(long)]
+            profile: bool,
+            /// Kernel choices: matrix-matrix tile `BMxBN/TMxTN` (e.g. 64x64/4x4, 128x128/8x8).
+            #[arg(long)]
+            tile: Option<String>,
+            /// Kernel choices: batches of at most this many tokens use the matrix-vector kernel.
+            #[arg(long)]
+            matvec_max_tokens: Option<u32>,
+            /// Kernel choices: attention key splits for small batches (default: by occupancy).
+            #[arg(long)]
+            splits: Option<u32>,
         },
         /// Write a GGUF of a real model's shape with random weights (for benchmarks).
         Gen {
@@ -174,9 +186,21 @@ mod cli {
                 peak_gbs,
                 json,
                 default_limits,
+                profile,
+                tile,
+                matvec_max_tokens,
+                splits,
             } => {
                 let bytes = read(&model)?;
-                let gpu = Gpu::native(default_limits).await?;
+                let mut gpu = Gpu::native(default_limits).await?;
+                let t = gpu.tuning_mut();
+                if let Some(tile) = tile {
+                    t.tile = tile.parse()?;
+                }
+                if let Some(m) = matvec_max_tokens {
+                    t.matvec_max_tokens = m;
+                }
+                t.splits = splits.or(t.splits);
                 let g = Gguf::parse(bytes.as_slice())?;
                 let opts = webgpu_llama::bench::BenchOptions {
                     prompt,
@@ -184,6 +208,7 @@ mod cli {
                     ctx,
                     repeats,
                     peak_gbs,
+                    profile,
                 };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
