@@ -20,10 +20,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
   var acc: array<array<vec4<f32>, TN>, TM / 4u>;
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
-    // Weights: BM rows x 8 runs of 4.
+    // Weights: BM rows x 8 runs of 4; consecutive threads take consecutive rows, so that their
+    // stores into Ws hit distinct banks.
     for (var i = l.x; i < BM * 8u; i += WG) {
-      let m = i >> 3u;
-      let c = k0 + 4u * (i & 7u);
+      let m = i % BM;
+      let j = i / BM;
+      let c = k0 + 4u * j;
       var w = vec4<f32>(0.0);
       if (m0 + m < p.rows) {
         let rb = (m0 + m) * row_bytes;
@@ -35,12 +37,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
           }
         }
       }
-      for (var e = 0u; e < 4u; e++) { Ws[(4u * (i & 7u) + e) * (BM / 4u) + (m >> 2u)][m & 3u] = w[e]; }
+      for (var e = 0u; e < 4u; e++) { Ws[(4u * j + e) * (BM / 4u) + (m >> 2u)][m & 3u] = w[e]; }
     }
     // Activations: BN tokens x 8 runs of 4.
     for (var i = l.x; i < BN * 8u; i += WG) {
-      let n = i >> 3u;
-      let c = k0 + 4u * (i & 7u);
+      let n = i % BN;
+      let j = i / BN;
+      let c = k0 + 4u * j;
       var x = vec4<f32>(0.0);
       if (n0 + n < b.x) {
         let xo = (b.y + n0 + n) * p.x_stride + c;
@@ -52,7 +55,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
           }
         }
       }
-      for (var e = 0u; e < 4u; e++) { Xs[(4u * (i & 7u) + e) * (BN / 4u) + (n >> 2u)][n & 3u] = x[e]; }
+      for (var e = 0u; e < 4u; e++) { Xs[(4u * j + e) * (BN / 4u) + (n >> 2u)][n & 3u] = x[e]; }
     }
     workgroupBarrier();
     for (var k = 0u; k < BK; k++) {

@@ -22,6 +22,8 @@ pub struct Tuning {
     pub tile: Tile,
     /// Forced attention key splits for small batches (else [`crate::attention::splits`]).
     pub splits: Option<u32>,
+    /// Natively, keep wgpu's injected shader runtime checks (see [`crate::kernels::Kernels::pipeline`]).
+    pub checked_shaders: bool,
 }
 
 /// A device and queue, natively created or adopted from the host page, plus an error sink.
@@ -53,7 +55,7 @@ impl Gpu {
         }
         let name = adapter_info.to_lowercase();
         let cpu = ["llvmpipe", "lavapipe", "swiftshader", "software"].iter().any(|s| name.contains(s));
-        let mut gpu = Gpu { device, queue, adapter_info, errors, binding_cap: None, tuning: Tuning { cpu, tpr: None, matvec_max_tokens: 8, tile: Tile::PORTABLE, splits: None } };
+        let mut gpu = Gpu { device, queue, adapter_info, errors, binding_cap: None, tuning: Tuning { cpu, tpr: None, matvec_max_tokens: 8, tile: Tile::PORTABLE, splits: None, checked_shaders: false } };
         gpu.tuning.tile = gpu.default_tile();
         gpu
     }
@@ -104,7 +106,14 @@ impl Gpu {
             })
             .await
             .map_err(|e| Error::Gpu(format!("could not create a device on {}: {e}", info.name)))?;
-        let mut gpu = Gpu::from_device(device, queue, format!("{} ({:?}, {})", info.name, info.backend, info.driver_info), true);
+        // Cooperative-matrix shapes the adapter offers (for the logs: no kernel uses them yet).
+        let coop: Vec<String> = adapter
+            .cooperative_matrix_properties()
+            .iter()
+            .map(|p| format!("{}x{}x{} {:?}->{:?}", p.m_size, p.n_size, p.k_size, p.ab_type, p.cr_type))
+            .collect();
+        let coop = if coop.is_empty() { String::new() } else { format!("; cooperative matrix: {}", coop.join(", ")) };
+        let mut gpu = Gpu::from_device(device, queue, format!("{} ({:?}, {}{coop})", info.name, info.backend, info.driver_info), true);
         gpu.tuning.cpu |= info.device_type == wgpu::DeviceType::Cpu;
         gpu.tuning.tile = gpu.default_tile();
         Ok(gpu)

@@ -171,7 +171,7 @@ impl<'a> Builder<'a> {
 
     /// `key` compiled and bound to `buffers` (bindings 0, 1, ... in order).
     pub fn variant(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> Variant {
-        let (pipeline, bind) = self.kernels.bind(&self.gpu.device, key, buffers);
+        let (pipeline, bind) = self.kernels.bind(self.gpu, key, buffers);
         Variant { key, pipeline, bind }
     }
 

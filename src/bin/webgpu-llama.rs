@@ -86,6 +86,9 @@ mod cli {
             /// Kernel choices: attention key splits for small batches (default: by occupancy).
             #[arg(long)]
             splits: Option<u32>,
+            /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
+            #[arg(long)]
+            checked_shaders: bool,
         },
         /// Write a GGUF of a real model's shape with random weights (for benchmarks).
         Gen {
@@ -190,6 +193,7 @@ mod cli {
                 tile,
                 matvec_max_tokens,
                 splits,
+                checked_shaders,
             } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
@@ -201,6 +205,7 @@ mod cli {
                     t.matvec_max_tokens = m;
                 }
                 t.splits = splits.or(t.splits);
+                t.checked_shaders = checked_shaders;
                 let g = Gguf::parse(bytes.as_slice())?;
                 let opts = webgpu_llama::bench::BenchOptions {
                     prompt,

@@ -1,0 +1,299 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Op-level tests in the style of ggml's test-backend-ops: every op of the forward program, run
+//! alone through `oneshot` (the same builders and kernel choices as a model), against an f64 CPU
+//! reference, with a tokens axis T = 1..9, 16, 33, 300 on odd shapes (widths that are not
+//! multiples of 64, GQA groups of 3, partial RoPE, positions that start mid-cache). Weight formats
+//! are covered shape by shape in `formats.rs`; here every format runs the linear op across the
+//! whole tokens axis (matvec for T <= 8, the tiled matmul above). Timings of the same cases:
+//! `webgpu-llama bench` (`--profile`) and `formats.rs`'s ignored `bench_matvec_formats`.
+
+mod common;
+
+use common::gpu;
+use pollster::block_on;
+use webgpu_llama::ggml::{self, GgmlType};
+use webgpu_llama::{oneshot, reference, rope, Config, Gpu};
+
+/// The tokens axis.
+const TOKENS: [u32; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33, 300];
+
+/// xorshift64*: deterministic noise in [-1, 1).
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+
+    fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.uniform()).collect()
+    }
+}
+
+/// Max |got - want| over max(|want|, 1) must stay within `tol`.
+fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let scale = want.iter().fold(1f64, |m, w| m.max(w.abs()));
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let e = (g as f64 - w).abs() / scale;
+        assert!(e <= tol, "{what}: element {i}: GPU {g} vs CPU {w} (relative error {e:.2e})");
+    }
+}
+
+fn f64s(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&x| x as f64).collect()
+}
+
+/// A config for the attention-side ops: 6 query heads over 2 KV heads (groups of 3), head dim
+/// 20 with 12 rotated dims, and a cache of `ctx` positions.
+fn attention_config(ctx: u32) -> Config {
+    Config {
+        d: 120,
+        n_layers: 1,
+        ff: 0,
+        n_heads: 6,
+        n_kv_heads: 2,
+        head_dim: 20,
+        n_rot: 12,
+        ctx,
+        train_ctx: ctx,
+        vocab: 1,
+        eps: 1e-5,
+        theta: 10000.0,
+        rope_scale: 1.0,
+        experts: 0,
+        topk: 0,
+        tied_output: false,
+        has_rope_freqs: false,
+    }
+}
+
+#[test]
+fn rmsnorm() {
+    let gpu = gpu(false);
+    let mut rng = Rng(1);
+    for (i, &n) in TOKENS.iter().enumerate() {
+        let d = [37, 200, 1000][i % 3];
+        let x = rng.vec(n as usize * d);
+        let w = rng.vec(d);
+        let got = block_on(oneshot::rmsnorm(&gpu, &x, &w, 1e-5)).unwrap();
+        let want: Vec<f64> = x.chunks(d).flat_map(|r| reference::rmsnorm(&f64s(r), &f64s(&w), 1e-5)).collect();
+        assert_close(&format!("rmsnorm T={n} d={d}"), &got, &want, 1e-5);
+    }
+}
+
+#[test]
+fn swiglu() {
+    let gpu = gpu(false);
+    let mut rng = Rng(2);
+    for &n in &TOKENS {
+        let f = 77;
+        let gu: Vec<f32> = rng.vec(n as usize * 2 * f).iter().map(|v| 6.0 * v).collect();
+        let got = block_on(oneshot::swiglu(&gpu, &gu, f as u32)).unwrap();
+        let want: Vec<f64> = gu.chunks(2 * f).flat_map(|r| reference::swiglu(&f64s(&r[..f]), &f64s(&r[f..]))).collect();
+        assert_close(&format!("swiglu T={n}"), &got, &want, 1e-6);
+    }
+}
+
+#[test]
+fn moe_select() {
+    let gpu = gpu(false);
+    let mut rng = Rng(3);
+    for (i, &n) in TOKENS.iter().enumerate() {
+        let (experts, k) = [(4, 2), (8, 2), (5, 1), (16, 4)][i % 4];
+        let r = rng.vec(n as usize * experts);
+        let (sel, gate) = block_on(oneshot::moe_select(&gpu, &r, experts as u32, k as u32)).unwrap();
+        for (t, row) in r.chunks(experts).enumerate() {
+            let want = reference::moe_select(&f64s(row), k);
+            let got_sel = &sel[t * k..(t + 1) * k];
+            assert_eq!(got_sel, want.iter().map(|&(e, _)| e as u32).collect::<Vec<_>>(), "moe_select T={n} token {t}: experts");
+            assert_close(&format!("moe_select T={n} token {t}: gates"), &gate[t * k..(t + 1) * k], &want.iter().map(|&(_, g)| g).collect::<Vec<_>>(), 1e-6);
+        }
+    }
+}
+
+#[test]
+fn embed() {
+    let gpu = gpu(false);
+    let mut rng = Rng(4);
+    let (rows, cols) = (300u32, 96u32);
+    let table = rng.vec((rows * cols) as usize);
+    for ty in [GgmlType::F32, GgmlType::F16, GgmlType::Q8_0] {
+        let bytes = ggml::quantize(ty, &table).unwrap();
+        let mut exact = vec![0f32; table.len()];
+        ggml::dequantize(ty, &bytes, &mut exact).unwrap();
+        for &n in &TOKENS {
+            let tokens: Vec<u32> = (0..n).map(|i| (i * 37 + 5) % rows).collect();
+            let got = block_on(oneshot::embed(&gpu, &bytes, ty, 0, rows, cols, &tokens)).unwrap();
+            let want: Vec<f64> = tokens.iter().flat_map(|&t| f64s(&exact[(t * cols) as usize..((t + 1) * cols) as usize])).collect();
+            assert_close(&format!("embed {ty} T={n}"), &got, &want, 1e-7);
+        }
+    }
+}
+
+/// The linear op for every format across the tokens axis (67 rows: partial workgroups and tiles).
+#[test]
+fn linear_every_format() {
+    let gpu = gpu(false);
+    let mut rng = Rng(5);
+    for ty in GgmlType::ALL {
+        let cols = if ty.block_size() == 256 { 512 } else { 96 };
+        let rows = 67u32;
+        let w = rng.vec((rows * cols) as usize);
+        // The K-quants ggml::quantize cannot make are covered in formats.rs on random blocks.
+        let Ok(bytes) = ggml::quantize(ty, &w) else {
+            println!("linear: {ty}: no quantizer here, covered by formats.rs");
+            continue;
+        };
+        let mut exact = vec![0f32; w.len()];
+        ggml::dequantize(ty, &bytes, &mut exact).unwrap();
+        for &n in &TOKENS {
+            let x = rng.vec((n * cols) as usize);
+            let got = block_on(oneshot::linear(&gpu, &bytes, ty, 0, rows, cols, &x)).unwrap();
+            let want: Vec<f64> = x.chunks(cols as usize).flat_map(|xi| reference::matvec(&f64s(&exact), &f64s(xi))).collect();
+            assert_close(&format!("linear {ty} {rows}x{cols} T={n}"), &got, &want, 2e-5);
+        }
+    }
+}
+
+/// RoPE + KV write for T tokens at a position mid-cache.
+#[test]
+fn rope_kv() {
+    let gpu = gpu(false);
+    let mut rng = Rng(6);
+    for &n in &TOKENS {
+        let pos0 = [0, 3, 17][n as usize % 3];
+        let cfg = attention_config(pos0 + n + 2);
+        let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
+        let qkv = rng.vec(n as usize * (q + 2 * kv));
+        let cache = (cfg.ctx as usize) * kv;
+        let (kc, vc) = (rng.vec(cache), rng.vec(cache));
+        let [got_q, got_k, got_v] = block_on(oneshot::rope_kv(&gpu, &cfg, None, &qkv, pos0, &kc, &vc)).unwrap();
+        let freqs = rope::frequencies(&cfg, None);
+        let (mut want_q, mut want_k, mut want_v) = (f64s(&qkv), f64s(&kc), f64s(&vc));
+        for (t, row) in qkv.chunks(q + 2 * kv).enumerate() {
+            let p = pos0 + t as u32;
+            let mut qt = f64s(&row[..q]);
+            let mut kt = f64s(&row[q..q + kv]);
+            reference::rope(&mut qt, cfg.head_dim as usize, &freqs, p);
+            reference::rope(&mut kt, cfg.head_dim as usize, &freqs, p);
+            want_q[t * (q + 2 * kv)..][..q].copy_from_slice(&qt);
+            want_k[p as usize * kv..][..kv].copy_from_slice(&kt);
+            want_v[p as usize * kv..][..kv].copy_from_slice(&f64s(&row[q + kv..]));
+        }
+        // Only q is rotated in place; k and v go to the cache.
+        let got_q: Vec<f32> = got_q.chunks(q + 2 * kv).flat_map(|r| r[..q].to_vec()).collect();
+        let want_q: Vec<f64> = want_q.chunks(q + 2 * kv).flat_map(|r| r[..q].to_vec()).collect();
+        assert_close(&format!("rope_kv T={n} q"), &got_q, &want_q, 1e-5);
+        assert_close(&format!("rope_kv T={n} k cache"), &got_k, &want_k, 1e-5);
+        assert_close(&format!("rope_kv T={n} v cache"), &got_v, &want_v, 0.0);
+    }
+}
+
+/// Causal GQA attention of T queries at pos0.. over a cache of pos0 + T keys, in f64.
+fn attention_reference(cfg: &Config, qkv: &[f32], pos0: u32, kc: &[f32], vc: &[f32]) -> Vec<f64> {
+    let (q, kv, hd) = (cfg.q_dim() as usize, cfg.kv_dim() as usize, cfg.head_dim as usize);
+    let group = (cfg.n_heads / cfg.n_kv_heads) as usize;
+    let mut out = Vec::new();
+    for (t, row) in qkv.chunks(q + 2 * kv).enumerate() {
+        let p = pos0 as usize + t;
+        for h in 0..cfg.n_heads as usize {
+            let ko = (h / group) * hd;
+            let qh = &row[h * hd..(h + 1) * hd];
+            let s: Vec<f64> = (0..=p).map(|j| qh.iter().zip(&kc[j * kv + ko..]).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() / (hd as f64).sqrt()).collect();
+            let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+            let z: f64 = e.iter().sum();
+            out.extend((0..hd).map(|i| e.iter().enumerate().map(|(j, w)| w / z * vc[j * kv + ko + i] as f64).sum::<f64>()));
+        }
+    }
+    out
+}
+
+/// Flash attention for T tokens at several cache depths, without and (T <= 8) with key splits.
+#[test]
+fn attention() {
+    let gpu = gpu(false);
+    let mut rng = Rng(7);
+    for &n in &TOKENS {
+        for pos0 in [0, 45] {
+            let cfg = attention_config(pos0 + n + 3);
+            let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
+            let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
+            let cache = cfg.ctx as usize * kv;
+            let (kc, vc) = (rng.vec(cache), rng.vec(cache));
+            let want = attention_reference(&cfg, &qkv, pos0, &kc, &vc);
+            let splits: &[u32] = if n <= webgpu_llama::attention::SPLIT_MAX_TOKENS { &[1, 3, 8] } else { &[1] };
+            for &s in splits {
+                let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
+                assert_close(&format!("attention T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
+            }
+        }
+    }
+}
+
+/// The GPU-policy kernel shapes too (threads per row, tiles), on the same device.
+#[test]
+fn linear_gpu_policy_and_matmul_only() {
+    let base = gpu(false);
+    let mut rng = Rng(8);
+    let (rows, cols) = (131u32, 160u32);
+    let w = rng.vec((rows * cols) as usize);
+    let ty = GgmlType::Q8_0;
+    let bytes = ggml::quantize(ty, &w).unwrap();
+    let mut exact = vec![0f32; w.len()];
+    ggml::dequantize(ty, &bytes, &mut exact).unwrap();
+    for variant in 0..2 {
+        let mut g: Gpu = base.clone();
+        match variant {
+            0 => g.tuning_mut().cpu = false,
+            _ => g.tuning_mut().matvec_max_tokens = 0,
+        }
+        for &n in &TOKENS {
+            let x = rng.vec((n * cols) as usize);
+            let got = block_on(oneshot::linear(&g, &bytes, ty, 0, rows, cols, &x)).unwrap();
+            let want: Vec<f64> = x.chunks(cols as usize).flat_map(|xi| reference::matvec(&f64s(&exact), &f64s(xi))).collect();
+            assert_close(&format!("linear variant {variant} T={n}"), &got, &want, 2e-5);
+        }
+    }
+}
+
+/// Not a check: the perf mode of the same cases (`cargo test --release --test ops perf --
+/// --ignored --nocapture`): the linear op at Llama-3.2-1B's 2048 x 2048 and 8192 x 2048 in Q8_0,
+/// Q4_K and F16 and attention at SmolLM2's head shape, over the tokens axis, with GPU timestamps
+/// where the device has them. `PERF_TOKENS=1,512` picks token counts.
+#[test]
+#[ignore]
+fn perf() {
+    let gpu = gpu(false);
+    println!("adapter: {}", gpu.adapter_info);
+    let tokens: Vec<u32> = std::env::var("PERF_TOKENS").map_or(TOKENS.to_vec(), |v| v.split(',').map(|t| t.parse().unwrap()).collect());
+    let mut rng = Rng(9);
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16] {
+        for (rows, cols) in [(2048u32, 2048u32), (8192, 2048)] {
+            let bytes = ggml::quantize(ty, &rng.vec((rows * cols) as usize)).unwrap();
+            for &n in &tokens {
+                let x = rng.vec((n * cols) as usize);
+                let (_, t) = block_on(oneshot::linear_timed(&gpu, &bytes, ty, 0, rows, cols, &x, 10)).unwrap();
+                let (wall, on_gpu) = t.expect("timed");
+                let s = on_gpu.unwrap_or(wall);
+                let flops = 2.0 * rows as f64 * cols as f64 * n as f64;
+                println!("linear {ty:>5} {rows:>5}x{cols:<5} T={n:<4} {:>9.1} us {:>8.1} GFLOP/s {:>7.1} GB/s of weights", s * 1e6, flops / s / 1e9, bytes.len() as f64 / s / 1e9);
+            }
+        }
+    }
+    for &n in &tokens {
+        let pos0 = 4096 - n;
+        let cfg = Config { n_heads: 9, n_kv_heads: 3, head_dim: 64, n_rot: 64, ..attention_config(4096) };
+        let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
+        let qkv = rng.vec(n as usize * (q + 2 * kv));
+        let (kc, vc) = (rng.vec(4096 * kv), rng.vec(4096 * kv));
+        let splits = webgpu_llama::attention::splits(&gpu, &cfg, n, 4096);
+        let (_, t) = block_on(oneshot::attention_timed(&gpu, &cfg, &qkv, pos0, &kc, &vc, splits, 10)).unwrap();
+        let (wall, on_gpu) = t.expect("timed");
+        println!("attention 9/3 heads hd64 T={n:<4} at {pos0}: {:>9.1} us ({splits} splits)", on_gpu.unwrap_or(wall) * 1e6);
+    }
+}
