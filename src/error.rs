@@ -26,10 +26,17 @@ pub enum Error {
     TensorShape { tensor: String, expected: String, found: String },
     /// A buffer needed by the model is larger than the device allows.
     TooLarge { tensor: String, bytes: u64, limit: u64, limit_name: &'static str },
-    /// Bad arguments to `forward` (empty tokens, token out of range, past the context ...).
+    /// Bad argument values (empty tokens, token out of range, past the context, a gap in the KV
+    /// cache ...). The browser module rejects with a JS `RangeError`.
     Input(String),
-    /// The GPU reported an error (device lost, validation, mapping).
+    /// An argument of the wrong type (not an array, not a number, not a `GPUDevice` ...). The
+    /// browser module rejects with a JS `TypeError`.
+    InvalidType(String),
+    /// The GPU reported an error (validation, mapping, out of memory).
     Gpu(String),
+    /// The GPU device was lost (destroyed by the host, a driver reset ...): this call and every
+    /// later one on the model fail. The browser module rejects with a `DeviceLostError`.
+    DeviceLost(String),
     /// Use after `dispose()`.
     Disposed,
 }
@@ -58,7 +65,9 @@ impl fmt::Display for Error {
                 "tensor {tensor} needs {bytes} bytes in one GPU buffer but the device's {limit_name} is {limit}: request a larger {limit_name} when creating the GPUDevice"
             ),
             Error::Input(m) => write!(f, "{m}"),
+            Error::InvalidType(m) => write!(f, "{m}"),
             Error::Gpu(m) => write!(f, "GPU error: {m}"),
+            Error::DeviceLost(m) => write!(f, "the GPU device was lost ({m})"),
             Error::Disposed => write!(f, "this model was disposed: use after dispose()"),
         }
     }
