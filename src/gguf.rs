@@ -126,6 +126,7 @@ impl Gguf {
     /// # Errors
     /// - [`Error::BadMagic`]: the file does not start with `GGUF`.
     /// - [`Error::UnsupportedVersion`]: a version other than 2 or 3 (v1 used u32 counts).
+    /// - [`Error::BigEndian`]: a big-endian file (version 2 or 3 byte-swapped).
     /// - [`Error::Truncated`]: the file ends inside a field, or a count or length asks for more
     ///   bytes than remain (`what` names the field, e.g. `metadata key 12 ("x") value`).
     /// - [`Error::Malformed`]: unknown value type, bool not 0/1, bad UTF-8, arrays nested over
@@ -142,6 +143,9 @@ impl Gguf {
         }
         let version = r.u32(&|| "header version".into())?;
         if version != 2 && version != 3 {
+            if matches!(version.swap_bytes(), 2 | 3) {
+                return Err(Error::BigEndian(version.swap_bytes()));
+            }
             return Err(Error::UnsupportedVersion(version));
         }
         let n_tensors = r.u64(&|| "header tensor count".into())?;

@@ -49,12 +49,13 @@ export class RangeReader {
     this.buf = new Uint8Array(0);
     this.chunks = []; this.pending = 0;
   }
-  /** Resolves to { buffer, offset } with bytes [start, end) at buffer[offset ..], or null when the stream ends first. */
+  /** Resolves to { buffer, offset } with bytes [start, end) at buffer[offset ..], or { ended }
+   * (the stream's length) when the stream ends first. */
   async range(start, end) {
     if (start < this.base) throw new Error(`stream range ${start} was already dropped (at ${this.base})`);
     while (this.base + this.buf.length + this.pending < end) {
       const { done, value } = await this.reader.read();
-      if (done) return null;
+      if (done) return { ended: this.base + this.buf.length + this.pending };
       const v = value instanceof Uint8Array ? value : new Uint8Array(value);
       this.chunks.push(v); this.pending += v.length;
     }
@@ -119,7 +120,8 @@ extern "C" {
     /// Locks `stream` (throws a `TypeError` when it is locked already).
     #[wasm_bindgen(constructor, catch)]
     pub fn new(stream: &JsValue) -> Result<RangeReader, JsValue>;
-    /// `{ buffer, offset }` holding bytes `[start, end)`, or `null` when the stream ends first.
+    /// `{ buffer, offset }` holding bytes `[start, end)`, or `{ ended }` (the bytes the stream
+    /// had) when it ends first.
     #[wasm_bindgen(method, catch)]
     pub async fn range(this: &RangeReader, start: f64, end: f64) -> Result<JsValue, JsValue>;
     /// Cancels the stream (errors ignored).
