@@ -146,7 +146,7 @@ impl Config {
         if head_dim == 0 || head_dim % 2 != 0 || n_rot % 2 != 0 || n_rot > head_dim {
             return Err(Error::Config(format!("head dim {head_dim} must be even and rope dims {n_rot} even and at most it")));
         }
-        if !(eps > 0.0) || !(theta > 0.0) {
+        if eps.is_nan() || eps <= 0.0 || theta.is_nan() || theta <= 0.0 {
             return Err(Error::Config(format!("eps {eps} and rope base {theta} must be positive")));
         }
         let rope_scale = match g.get("llama.rope.scaling.type").and_then(|v| v.as_str()) {

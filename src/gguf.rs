@@ -41,6 +41,10 @@ const WINDOW: u64 = 64 * 1024;
 pub trait ByteSource {
     /// Total length in bytes.
     fn len(&self) -> u64;
+    /// Whether the source has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Fills `buf` with the bytes at `offset..offset + buf.len()`.
     ///
     /// # Errors
@@ -206,7 +210,7 @@ impl<'a, S: ByteSource + ?Sized> Reader<'a, S> {
 
     /// Fails unless `count` items of at least `each` bytes could still fit.
     fn need_n(&self, count: u64, each: u64, what: What) -> Result<()> {
-        self.need(count.checked_mul(each).unwrap_or(u64::MAX), what)
+        self.need(count.saturating_mul(each), what)
     }
 
     /// Reads `out.len()` bytes, which [`need`](Self::need) has checked.

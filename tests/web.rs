@@ -483,7 +483,7 @@ async fn config_matches_the_seed_and_progress_is_reported() {
         .as_string()
         .is_some_and(|s| !s.is_empty()));
 
-    let calls = calls.borrow();
+    let calls = calls.borrow().clone();
     assert_eq!(
         calls.len() as f64,
         calls.last().unwrap().3,
