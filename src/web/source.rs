@@ -382,6 +382,13 @@ impl ByteSource for Planned<'_> {
     }
 }
 
+impl Planned<'_> {
+    fn record(&self, op: Op) -> Result<()> {
+        self.ops.borrow_mut().push(op);
+        Ok(())
+    }
+}
+
 impl TensorSource for Planned<'_> {
     fn upload(
         &self,
@@ -391,21 +398,19 @@ impl TensorSource for Planned<'_> {
         src: u64,
         len: u64,
     ) -> Result<()> {
-        self.ops.borrow_mut().push(Op::Copy {
+        self.record(Op::Copy {
             buffer: buffer.clone(),
             dst,
             src,
             len,
-        });
-        Ok(())
+        })
     }
 
     fn upload_f32(&self, _gpu: &Gpu, buffer: &wgpu::Buffer, t: &TensorInfo) -> Result<()> {
-        self.ops.borrow_mut().push(Op::F32 {
+        self.record(Op::F32 {
             buffer: buffer.clone(),
             tensor: t.clone(),
-        });
-        Ok(())
+        })
     }
 
     fn upload_tail(
@@ -416,13 +421,12 @@ impl TensorSource for Planned<'_> {
         src: u64,
         len: u64,
     ) -> Result<()> {
-        self.ops.borrow_mut().push(Op::Tail {
+        self.record(Op::Tail {
             buffer: buffer.clone(),
             dst,
             src,
             len,
-        });
-        Ok(())
+        })
     }
 }
 
