@@ -4,17 +4,19 @@
 //   node scripts/demo.mjs            build, serve www/ on 127.0.0.1, and
 //                                      - with a display: print the URL and keep serving;
 //                                      - without one (no $DISPLAY / $WAYLAND_DISPLAY), or with
-//                                        --headless: run the page once in headless Chromium on
-//                                        SmolLM2-135M-Instruct, print the continuation and speed,
-//                                        save a screenshot (target/demo/screenshot.png) and exit.
+//                                        --headless: open the chat page in headless Chromium,
+//                                        load SmolLM2-135M-Instruct, ask one question, print the
+//                                        answer and the speed, save a screenshot
+//                                        (target/demo/screenshot.png) and exit.
 //   node scripts/demo.mjs --build    only build pkg/ (release wasm, wasm-bindgen --target web,
 //                                      wasm-opt -O3 from npm binaryen, the entry files)
 //   node scripts/demo.mjs --measure A.gguf [B.gguf ...]
 //                                    load each file in a fresh headless page and print the wasm
 //                                      memory (WebAssembly.Memory.buffer.byteLength) before and
 //                                      after createLlama and after one forward
-//   options: --port N (default 8787), --n N (tokens to generate, default 20),
-//            --prompt 504,3575,282,4649,314, --model /models/NAME.gguf, --no-build, --headless
+//   options: --port N (default 8787), --n N (most new tokens, default 24),
+//            --q "QUESTION" (default "What is the capital of France?"), --model /models/NAME.gguf,
+//            --no-build, --headless
 //
 // Paths served (scripts/serve.mjs webMounts): / -> www/, /pkg/ -> pkg/, /models/ -> .models/
 // (scripts/fetch-models.sh), /shared/models/ -> ../shared/models/; also www/bench.html (npm run bench:web).
@@ -35,7 +37,7 @@ function parseArgs(argv) {
     else if (a === '--headless') o.headless = true;
     else if (a === '--port') o.port = Number(v());
     else if (a === '--n') o.n = Number(v());
-    else if (a === '--prompt') o.prompt = v();
+    else if (a === '--q') o.q = v();
     else if (a === '--model') o.model = v();
     else if (a === '--measure') { o.measure = argv.slice(i + 1); i = argv.length; }
     else throw new Error(`unknown argument ${a} (see the comment at the top of scripts/demo.mjs)`);
@@ -60,13 +62,13 @@ async function main() {
     console.log(`[demo] serving ${url}/  (Ctrl-C to stop; Chromium needs WebGPU, e.g. --enable-unsafe-webgpu on Linux)`);
     return;
   }
-  const n = o.n ?? 20;
-  const prompt = o.prompt || '504,3575,282,4649,314';
-  const page_url = `${url}/?model=${encodeURIComponent(model)}&prompt=${prompt}&n=${n}&autorun=1`;
-  console.log(`[demo] no display: running ${page_url} once in headless Chromium`);
+  const n = o.n ?? 24;
+  const q = o.q || 'What is the capital of France?';
+  const page_url = `${url}/?model=${encodeURIComponent(model)}&q=${encodeURIComponent(q)}&n=${n}&autorun=1`;
+  console.log(`[demo] no display: running ${page_url} once in headless Chromium (SwiftShader is slow: about a minute)`);
   const browser = await launchChromium();
   try {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const page = await browser.newPage({ viewport: { width: 900, height: 760 } });
     page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.log(`[page ${m.type()}] ${m.text()}`); });
     page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
     await page.goto(page_url);
@@ -78,12 +80,11 @@ async function main() {
     if (!r || r.error) throw new Error(`the page failed: ${r ? r.error : 'no result'}`);
     console.log(`[demo] adapter: ${r.config.adapter}`);
     console.log(`[demo] model: ${model} (d ${r.config.d}, L ${r.config.L}, vocab ${r.config.vocab}, ${r.config.dispatchesPerToken} dispatches per token)`);
-    console.log(`[demo] load: fetch ${r.fetchSeconds.toFixed(2)} s, createLlama ${r.loadSeconds.toFixed(2)} s; wasm memory ${(r.wasmMemoryBytes / 2 ** 20).toFixed(1)} MiB; weights on GPU ${(r.config.weightBytesOnGpu / 2 ** 20).toFixed(1)} MiB`);
-    console.log(`[demo] prompt ${JSON.stringify(r.promptText)} (${r.prompt.join(',')})`);
-    console.log(`[demo] greedy ids: ${r.ids.join(',')}`);
-    console.log(`[demo] continuation: ${JSON.stringify(r.text)}`);
-    console.log(`[demo] prefill: ${r.prompt.length} tokens in ${r.prefillSeconds.toFixed(2)} s (${(r.prompt.length / r.prefillSeconds).toFixed(3)} tok/s)`);
-    console.log(`[demo] decode: ${r.ids.length - 1} tokens in ${r.decodeSeconds.toFixed(2)} s = ${r.tokensPerSecond.toFixed(3)} tok/s (${(1000 / r.tokensPerSecond).toFixed(0)} ms per token)`);
+    console.log(`[demo] load: createLlama ${r.loadSeconds.toFixed(2)} s from a Blob; wasm memory ${(r.wasmMemoryBytes / 2 ** 20).toFixed(1)} MiB; weights on GPU ${(r.config.weightBytesOnGpu / 2 ** 20).toFixed(1)} MiB`);
+    console.log(`[demo] user: ${q}`);
+    console.log(`[demo] assistant: ${r.answerShown}`);
+    console.log(`[demo] prompt: ${r.promptIds.length} tokens (chat template from the GGUF) in ${r.prefillSeconds.toFixed(2)} s`);
+    console.log(`[demo] answer: ${r.ids.length} tokens in ${r.decodeSeconds.toFixed(2)} s = ${r.tokensPerSecond.toFixed(3)} tok/s`);
     console.log(`[demo] screenshot: ${shot}`);
   } finally {
     await browser.close();

@@ -123,6 +123,8 @@ export function webMounts() {
   return {
     '/': join(ROOT, 'www'), '/pkg/': join(ROOT, 'pkg'), '/models/': join(ROOT, '.models'),
     '/shared/models/': join(SHARED, 'models'), '/shared/reference/': join(SHARED, 'reference'), '/seed/llama.js': SEED,
+    // The chat page's tokenizer and chat-template libraries (npm devDependencies).
+    '/vendor/': join(ROOT, 'node_modules'),
   };
 }
 

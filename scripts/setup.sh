@@ -87,7 +87,8 @@ else
 fi
 
 # --- npm -------------------------------------------------------------------------------------------
-# devDependencies (binaryen for wasm-opt, playwright-core for page tests): scripts/npm-devdeps.txt
+# npm packages (binaryen for wasm-opt, playwright-core for page tests, @huggingface/tokenizers and
+# @huggingface/jinja for the chat demo, @webgpu/types for the package types): scripts/npm-devdeps.txt
 if [[ -f package.json ]]; then
     stamp="node_modules/.package-lock.json"
     if [[ ! -d node_modules || ! -f "$stamp" || package.json -nt "$stamp" \

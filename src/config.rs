@@ -3,7 +3,9 @@
 //! Defaults follow the seed module (and llama.cpp's `llm_load_hparams`): KV heads = heads, RoPE
 //! base 10000, vocab from `llama.vocab_size`, else the tokenizer's token count, else the token
 //! embedding's largest dim. Old GGUFs record 2-D dims as [out, in], so shapes are checked by element
-//! count against the metadata, never by dims order.
+//! count against the metadata, never by dims order. Per-layer keys (`head_count`,
+//! `head_count_kv`, `feed_forward_length`) may be arrays of one value per layer, as llama.cpp
+//! reads them; their values must then be equal.
 
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
@@ -74,6 +76,33 @@ fn meta_f32(g: &Gguf, key: &str) -> Result<Option<f32>> {
     }
 }
 
+/// A per-layer hyperparameter as llama.cpp's `get_key_or_arr` reads it: one number, or an array
+/// of exactly `n_layers` numbers. This engine needs the same value in every layer, so an array
+/// of unequal values is an [`Error::Config`] naming the key and the values.
+fn meta_u32_per_layer(g: &Gguf, key: &str, n_layers: u32) -> Result<Option<u32>> {
+    let Some(a) = g.get(key).and_then(|v| v.as_array()) else { return meta_u32(g, key) };
+    if a.len() != n_layers as usize {
+        return Err(Error::Config(format!("{key} is an array of {} values but there are {n_layers} layers", a.len())));
+    }
+    let vals = a
+        .iter()
+        .map(|v| v.as_u64().filter(|&x| x <= u32::MAX as u64).map(|x| x as u32))
+        .collect::<Option<Vec<u32>>>()
+        .ok_or_else(|| Error::Config(format!("{key} must hold non-negative integers below 2^32")))?;
+    match vals.first() {
+        Some(&v0) if vals.iter().all(|&v| v == v0) => Ok(Some(v0)),
+        Some(_) => {
+            let shown: Vec<String> = vals.iter().take(8).map(u32::to_string).collect();
+            let more = if vals.len() > 8 { ", ..." } else { "" };
+            Err(Error::Config(format!(
+                "{key} differs between layers ([{}{more}]): models whose layers have different shapes are not supported",
+                shown.join(", ")
+            )))
+        }
+        None => Ok(None),
+    }
+}
+
 fn required_u32(g: &Gguf, key: &str) -> Result<u32> {
     meta_u32(g, key)?.ok_or_else(|| Error::Config(format!("missing metadata {key}")))
 }
@@ -91,8 +120,9 @@ impl Config {
         }
         let d = required_u32(g, "llama.embedding_length")?;
         let n_layers = required_u32(g, "llama.block_count")?;
-        let n_heads = required_u32(g, "llama.attention.head_count")?;
-        let n_kv_heads = meta_u32(g, "llama.attention.head_count_kv")?.filter(|&x| x > 0).unwrap_or(n_heads);
+        let n_heads = meta_u32_per_layer(g, "llama.attention.head_count", n_layers)?
+            .ok_or_else(|| Error::Config("missing metadata llama.attention.head_count".into()))?;
+        let n_kv_heads = meta_u32_per_layer(g, "llama.attention.head_count_kv", n_layers)?.filter(|&x| x > 0).unwrap_or(n_heads);
         let eps = meta_f32(g, "llama.attention.layer_norm_rms_epsilon")?
             .ok_or_else(|| Error::Config("missing metadata llama.attention.layer_norm_rms_epsilon".into()))?;
         let theta = meta_f32(g, "llama.rope.freq_base")?.unwrap_or(10000.0);
@@ -116,7 +146,7 @@ impl Config {
         if head_dim == 0 || head_dim % 2 != 0 || n_rot % 2 != 0 || n_rot > head_dim {
             return Err(Error::Config(format!("head dim {head_dim} must be even and rope dims {n_rot} even and at most it")));
         }
-        if !(eps > 0.0) || !(theta > 0.0) {
+        if eps.is_nan() || eps <= 0.0 || theta.is_nan() || theta <= 0.0 {
             return Err(Error::Config(format!("eps {eps} and rope base {theta} must be positive")));
         }
         let rope_scale = match g.get("llama.rope.scaling.type").and_then(|v| v.as_str()) {
@@ -153,13 +183,15 @@ impl Config {
             let ff = match meta_u32(g, "llama.expert_feed_forward_length")? {
                 Some(f) if f > 0 => f,
                 _ => {
-                    let n = g.tensor("blk.0.ffn_gate_exps.weight").map_or(0, |t| t.n_elements);
+                    let name = "blk.0.ffn_gate_exps.weight";
+                    let n = g.tensor(name).ok_or_else(|| Error::MissingTensor(format!("{name} (the experts of a MoE model)")))?.n_elements;
                     (n / (e as u64 * d as u64)) as u32
                 }
             };
             (e, k, ff)
         } else {
-            (0, 0, required_u32(g, "llama.feed_forward_length")?)
+            let ff = meta_u32_per_layer(g, "llama.feed_forward_length", n_layers)?;
+            (0, 0, ff.ok_or_else(|| Error::Config("missing metadata llama.feed_forward_length".into()))?)
         };
         if ff == 0 {
             return Err(Error::Config("feed-forward length is 0".into()));

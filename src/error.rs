@@ -10,8 +10,15 @@ pub enum Error {
     BadMagic([u8; 4]),
     /// A GGUF version other than 2 or 3.
     UnsupportedVersion(u32),
+    /// A big-endian GGUF (its version reads as 2 or 3 only byte-swapped).
+    BigEndian(u32),
     /// The file ends before `what` (which needs `need` bytes at byte offset `at`).
-    Truncated { what: String, at: u64, need: u64, len: u64 },
+    Truncated {
+        what: String,
+        at: u64,
+        need: u64,
+        len: u64,
+    },
     /// Structurally malformed GGUF (bad counts, bad alignment, overlapping tensors ...).
     Malformed(String),
     /// A tensor of a GGML type this crate does not handle.
@@ -23,13 +30,29 @@ pub enum Error {
     /// A tensor the config needs is absent.
     MissingTensor(String),
     /// A tensor whose element count or shape disagrees with the config.
-    TensorShape { tensor: String, expected: String, found: String },
+    TensorShape {
+        tensor: String,
+        expected: String,
+        found: String,
+    },
     /// A buffer needed by the model is larger than the device allows.
-    TooLarge { tensor: String, bytes: u64, limit: u64, limit_name: &'static str },
-    /// Bad arguments to `forward` (empty tokens, token out of range, past the context ...).
+    TooLarge {
+        tensor: String,
+        bytes: u64,
+        limit: u64,
+        limit_name: &'static str,
+    },
+    /// Bad argument values (empty tokens, token out of range, past the context, a gap in the KV
+    /// cache ...). The browser module rejects with a JS `RangeError`.
     Input(String),
-    /// The GPU reported an error (device lost, validation, mapping).
+    /// An argument of the wrong type (not an array, not a number, not a `GPUDevice` ...). The
+    /// browser module rejects with a JS `TypeError`.
+    InvalidType(String),
+    /// The GPU reported an error (validation, mapping, out of memory).
     Gpu(String),
+    /// The GPU device was lost (destroyed by the host, a driver reset ...): this call and every
+    /// later one on the model fail. The browser module rejects with a `DeviceLostError`.
+    DeviceLost(String),
     /// Use after `dispose()`.
     Disposed,
 }
@@ -39,6 +62,10 @@ impl fmt::Display for Error {
         match self {
             Error::BadMagic(m) => write!(f, "not a GGUF file: magic is {:?}, expected \"GGUF\"", String::from_utf8_lossy(m)),
             Error::UnsupportedVersion(v) => write!(f, "unsupported GGUF version {v} (only 2 and 3 are supported)"),
+            Error::BigEndian(v) => write!(
+                f,
+                "big-endian GGUF (version {v} stored big-endian): only little-endian GGUF files are supported (llama.cpp's gguf_convert_endian.py converts it)"
+            ),
             Error::Truncated { what, at, need, len } => write!(
                 f,
                 "truncated GGUF: {what} needs {need} bytes at byte {at} but the file has {len} bytes"
@@ -58,7 +85,9 @@ impl fmt::Display for Error {
                 "tensor {tensor} needs {bytes} bytes in one GPU buffer but the device's {limit_name} is {limit}: request a larger {limit_name} when creating the GPUDevice"
             ),
             Error::Input(m) => write!(f, "{m}"),
+            Error::InvalidType(m) => write!(f, "{m}"),
             Error::Gpu(m) => write!(f, "GPU error: {m}"),
+            Error::DeviceLost(m) => write!(f, "the GPU device was lost ({m})"),
             Error::Disposed => write!(f, "this model was disposed: use after dispose()"),
         }
     }

@@ -41,6 +41,10 @@ const WINDOW: u64 = 64 * 1024;
 pub trait ByteSource {
     /// Total length in bytes.
     fn len(&self) -> u64;
+    /// Whether the source has no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Fills `buf` with the bytes at `offset..offset + buf.len()`.
     ///
     /// # Errors
@@ -126,6 +130,7 @@ impl Gguf {
     /// # Errors
     /// - [`Error::BadMagic`]: the file does not start with `GGUF`.
     /// - [`Error::UnsupportedVersion`]: a version other than 2 or 3 (v1 used u32 counts).
+    /// - [`Error::BigEndian`]: a big-endian file (version 2 or 3 byte-swapped).
     /// - [`Error::Truncated`]: the file ends inside a field, or a count or length asks for more
     ///   bytes than remain (`what` names the field, e.g. `metadata key 12 ("x") value`).
     /// - [`Error::Malformed`]: unknown value type, bool not 0/1, bad UTF-8, arrays nested over
@@ -142,6 +147,9 @@ impl Gguf {
         }
         let version = r.u32(&|| "header version".into())?;
         if version != 2 && version != 3 {
+            if matches!(version.swap_bytes(), 2 | 3) {
+                return Err(Error::BigEndian(version.swap_bytes()));
+            }
             return Err(Error::UnsupportedVersion(version));
         }
         let n_tensors = r.u64(&|| "header tensor count".into())?;
@@ -202,7 +210,7 @@ impl<'a, S: ByteSource + ?Sized> Reader<'a, S> {
 
     /// Fails unless `count` items of at least `each` bytes could still fit.
     fn need_n(&self, count: u64, each: u64, what: What) -> Result<()> {
-        self.need(count.checked_mul(each).unwrap_or(u64::MAX), what)
+        self.need(count.saturating_mul(each), what)
     }
 
     /// Reads `out.len()` bytes, which [`need`](Self::need) has checked.

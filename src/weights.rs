@@ -35,6 +35,44 @@ pub trait TensorSource: ByteSource {
         }
         Ok(())
     }
+
+    /// Writes the 1-D tensor `t` (not stored as F32) widened to f32 into `buffer` from byte 0.
+    /// The default reads it in bounded chunks and dequantises them on the CPU; a source that
+    /// streams its bytes later (the browser's `Blob` or `ReadableStream`) records the write
+    /// and performs it when the bytes arrive.
+    fn upload_f32(&self, gpu: &Gpu, buffer: &wgpu::Buffer, t: &TensorInfo) -> Result<()> {
+        let block = t.ggml_type.block_size();
+        let step = ((CHUNK_BYTES / 4) / block).max(1) * block;
+        let mut done = 0;
+        while done < t.n_elements {
+            let m = (t.n_elements - done).min(step);
+            let vals = elements_f32(self, t, done, m)?;
+            gpu.queue.write_buffer(buffer, done * 4, bytemuck::cast_slice(&vals));
+            done += m;
+        }
+        Ok(())
+    }
+
+    /// Writes the last `len < 4` bytes of the source, from `src_offset`, zero-padded to one word
+    /// at `dst_offset` of `buffer` (a tensor ending within 4 bytes of the end of the file).
+    fn upload_tail(&self, gpu: &Gpu, buffer: &wgpu::Buffer, dst_offset: u64, src_offset: u64, len: u64) -> Result<()> {
+        let mut word = [0u8; 4];
+        self.read_at(src_offset, &mut word[..len.min(4) as usize])?;
+        gpu.queue.write_buffer(buffer, dst_offset, &word);
+        Ok(())
+    }
+}
+
+/// Dequantises elements `[e0, e0 + n)` of tensor `t` read from `src` to f32 (both multiples of
+/// its block size).
+pub(crate) fn elements_f32(src: &(impl ByteSource + ?Sized), t: &TensorInfo, e0: u64, n: u64) -> Result<Vec<f32>> {
+    let off = t.ggml_type.tensor_bytes(e0).ok_or_else(|| bad_cols(&t.name, t.ggml_type, e0))?;
+    let len = t.ggml_type.tensor_bytes(n).ok_or_else(|| bad_cols(&t.name, t.ggml_type, n))?;
+    let mut raw = vec![0u8; len as usize];
+    src.read_at(t.offset + off, &mut raw)?;
+    let mut out = vec![0f32; n as usize];
+    ggml::dequantize(t.ggml_type, &raw, &mut out)?;
+    Ok(out)
 }
 
 impl TensorSource for [u8] {
@@ -213,32 +251,13 @@ impl<'a> Loader<'a> {
         Ok(b)
     }
 
-    /// Dequantises elements `[e0, e0 + n)` of a tensor to f32 (both multiples of its block size).
-    fn elements_f32(&self, t: &TensorInfo, e0: u64, n: u64) -> Result<Vec<f32>> {
-        let off = t.ggml_type.tensor_bytes(e0).ok_or_else(|| bad_cols(&t.name, t.ggml_type, e0))?;
-        let len = t.ggml_type.tensor_bytes(n).ok_or_else(|| bad_cols(&t.name, t.ggml_type, n))?;
-        let mut raw = vec![0u8; len as usize];
-        self.src.read_at(t.offset + off, &mut raw)?;
-        let mut out = vec![0f32; n as usize];
-        ggml::dequantize(t.ggml_type, &raw, &mut out)?;
-        Ok(out)
-    }
-
     /// A whole 1-D tensor as one f32 buffer (norm weights).
     fn f32_tensor(&mut self, t: &TensorInfo) -> Result<wgpu::Buffer> {
         let buf = self.buffer(&t.name, t.n_elements * 4)?;
         if t.ggml_type == GgmlType::F32 {
             self.src.upload(self.gpu, &buf, 0, t.offset, t.n_elements * 4)?;
         } else {
-            let block = t.ggml_type.block_size();
-            let step = ((CHUNK_BYTES / 4) / block).max(1) * block;
-            let mut done = 0;
-            while done < t.n_elements {
-                let m = (t.n_elements - done).min(step);
-                let vals = self.elements_f32(t, done, m)?;
-                self.gpu.queue.write_buffer(&buf, done * 4, bytemuck::cast_slice(&vals));
-                done += m;
-            }
+            self.src.upload_f32(self.gpu, &buf, t)?;
         }
         Ok(buf)
     }
@@ -259,9 +278,7 @@ impl<'a> Loader<'a> {
             if at + 4 <= self.src.len() {
                 self.src.upload(self.gpu, &buf, bulk, at, 4)?;
             } else {
-                let mut word = [0u8; 4];
-                self.src.read_at(at, &mut word[..tail as usize])?;
-                self.gpu.queue.write_buffer(&buf, bulk, &word);
+                self.src.upload_tail(self.gpu, &buf, bulk, at, tail)?;
             }
         }
         Ok(buf)
@@ -415,7 +432,7 @@ impl Weights {
         let output = if cfg.tied_output { embd.clone() } else { matrix(&mut ld, &mut tr, "output.weight", cfg.vocab, d)? };
         let rope_freqs = if cfg.has_rope_freqs {
             let t = tr.info("rope_freqs.weight")?;
-            let v = ld.elements_f32(&t, 0, t.n_elements)?;
+            let v = elements_f32(ld.src, &t, 0, t.n_elements)?;
             tr.done(&t);
             Some(v)
         } else {

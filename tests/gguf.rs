@@ -422,10 +422,27 @@ fn bad_magic() {
 
 #[test]
 fn versions_1_and_4_are_unsupported() {
-    for v in [0, 1, 4, 0x0300_0000] {
+    for v in [0, 1, 4, 0x0400_0000] {
         let err = parse(&GgufWriter::new(v).to_bytes()).unwrap_err();
         assert_eq!(err, Error::UnsupportedVersion(v));
         assert!(err.to_string().contains(&format!("version {v}")), "{err}");
+    }
+}
+
+#[test]
+fn a_big_endian_file_says_so() {
+    // A big-endian GGUF (gguf_convert_endian.py): magic bytes unchanged, every number byte-swapped.
+    for v in [2u32, 3] {
+        let mut w = GgufWriter::new(v);
+        w.kv("general.architecture", Value::Str("llama".into()));
+        let mut bytes = w.to_bytes();
+        bytes[4..8].reverse(); // version
+        bytes[8..16].reverse(); // tensor count
+        bytes[16..24].reverse(); // metadata count
+        let err = parse(&bytes).unwrap_err();
+        assert_eq!(err, Error::BigEndian(v));
+        let m = err.to_string();
+        assert!(m.contains("big-endian GGUF") && m.contains("only little-endian"), "{m}");
     }
 }
 

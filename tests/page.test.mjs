@@ -3,16 +3,19 @@
 // import map built from the installed package.json's "exports"), drive /usr/bin/chromium
 // (WebGPU on SwiftShader) with playwright-core, and check stories260K's logits and greedy
 // continuation against ../shared/reference from that page. Also: the package's files and types,
-// an error reaching the page, and what a Rust panic does to the module.
+// typed errors reaching the page, loading in a Web Worker from a streamed Response, what a Rust
+// panic does to the module, and the chat demo (www/index.html) answering a question on SmolLM2
+// (screenshot in target/page-test/chat.png).
 //
 //   node --test tests/page.test.mjs        (npm run test:page; scripts/test-web.sh runs it too)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, build, serve, launchChromium } from '../scripts/demo.mjs';
+import { webMounts } from '../scripts/serve.mjs';
 
 const SHARED = join(ROOT, '..', 'shared');
 const CASE = 'stories260K-f32';
@@ -30,6 +33,26 @@ function reference(name) {
   for (let i = 0; i < meta.logits_rows; i++) rows.push(all.subarray(i * meta.vocab, (i + 1) * meta.vocab));
   return { ...meta, rows };
 }
+
+// Import maps do not reach workers: the worker imports the package entry by its URL.
+const WORKER = `
+onmessage = async (e) => {
+  const { modelUrl, prompt, entry } = e.data;
+  try {
+    const lib = await import(entry);
+    const adapter = await navigator.gpu.requestAdapter();
+    const device = await adapter.requestDevice();
+    let progress = 0;
+    const res = await fetch(modelUrl);
+    const llama = await lib.createLlama(device, res, { onProgress: () => { progress++; } });
+    const logits = await llama.forward(prompt, 0);
+    postMessage({ inWorker: typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScope,
+                  streamed: res.bodyUsed, progress, tensors: llama.config.dispatchesPerToken > 0, logits: Array.from(logits) });
+    llama.dispose();
+  } catch (err) {
+    postMessage({ error: String(err && err.stack || err) });
+  }
+};`;
 
 const PAGE = (importPath) => `<!doctype html>
 <html><head><meta charset="utf-8"><title>webgpu-llama page test</title>
@@ -59,14 +82,29 @@ window.runCase = async (modelUrl, prompt, n) => {
 };
 window.errorCase = async (modelUrl) => {
   const buf = await (await fetch(modelUrl)).arrayBuffer();
-  const llama = await lib.createLlama(await device(), buf, { contextLength: 4 });
+  const dev = await device();
+  const llama = await lib.createLlama(dev, buf, { contextLength: 4 });
   const out = {};
-  try { await llama.forward([1, 2, 3, 4, 5], 0); } catch (e) { out.past = { isError: e instanceof Error, message: e.message }; }
-  try { await lib.createLlama(await device(), new ArrayBuffer(64)); } catch (e) { out.notGguf = { isError: e instanceof Error, message: e.message }; }
+  const seen = (e) => ({ isError: e instanceof Error, name: e.name, type: e instanceof TypeError, range: e instanceof RangeError,
+                         lost: e instanceof lib.DeviceLostError, message: e.message });
+  try { await llama.forward([1, 2, 3, 4, 5], 0); } catch (e) { out.past = seen(e); }
+  try { await llama.forward('1,2', 0); } catch (e) { out.notArray = seen(e); }
+  try { await lib.createLlama(dev, new ArrayBuffer(64)); } catch (e) { out.notGguf = seen(e); }
+  try { await lib.createLlama({}, buf); } catch (e) { out.notDevice = seen(e); }
   llama.dispose();
-  try { await llama.forward([1], 0); } catch (e) { out.disposed = { isError: e instanceof Error, message: e.message }; }
+  try { await llama.forward([1], 0); } catch (e) { out.disposed = seen(e); }
+  const again = await lib.createLlama(dev, buf, { contextLength: 4 });
+  dev.destroy();
+  try { await again.forward([1], 0); } catch (e) { out.lost = seen(e); }
   return out;
 };
+// The same model loaded in a dedicated module worker from a streamed Response.
+window.workerCase = (modelUrl, prompt, entry) => new Promise((resolve) => {
+  const w = new Worker('/worker.js', { type: 'module' });
+  w.onmessage = (e) => { resolve(e.data); w.terminate(); };
+  w.onerror = (e) => resolve({ error: e.message || 'worker error' });
+  w.postMessage({ modelUrl, prompt, entry });
+});
 // A panic: pending promises reject with the panic's message, the module resets itself, old
 // objects fail loudly, new ones work.
 window.panicCase = async (modelUrl) => {
@@ -98,6 +136,7 @@ before(async () => {
   const installed = JSON.parse(readFileSync(join(app, 'node_modules', 'webgpu-llama', 'package.json'), 'utf8'));
   const entry = installed.exports['.'].default;
   writeFileSync(join(app, 'index.html'), PAGE(`/node_modules/webgpu-llama/${entry.replace(/^\.\//, '')}`));
+  writeFileSync(join(app, 'worker.js'), WORKER);
   ({ server, url } = await serve({ '/': app, '/models/': join(SHARED, 'models') }));
   browser = await launchChromium();
   page = await browser.newPage();
@@ -117,13 +156,19 @@ after(async () => {
 test('the tarball holds the built module, its types and nothing else', () => {
   const dir = join(app, 'node_modules', 'webgpu-llama');
   const files = readdirSync(join(dir, 'pkg')).sort();
-  assert.deepEqual(files, ['index.d.ts', 'index.js', 'webgpu_llama.d.ts', 'webgpu_llama.js', 'webgpu_llama_bg.wasm', 'webgpu_llama_bg.wasm.d.ts']);
+  assert.deepEqual(files, ['index.d.ts', 'index.js', 'snippets', 'webgpu_llama.d.ts', 'webgpu_llama.js', 'webgpu_llama_bg.wasm', 'webgpu_llama_bg.wasm.d.ts']);
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
   assert.equal(pkg.name, 'webgpu-llama');
   assert.equal(pkg.type, 'module');
   assert.equal(pkg.exports['.'].types, './pkg/index.d.ts');
   const dts = readFileSync(join(dir, 'pkg', 'webgpu_llama.d.ts'), 'utf8');
-  for (const s of ['createLlama(device: GPUDevice, arrayBuffer: ArrayBuffer | ArrayBufferView, options?: LoadOptions): Promise<Llama>',
+  assert.deepEqual(pkg.dependencies, { '@webgpu/types': '0.1.74' }, 'the types depend on @webgpu/types');
+  const index = readFileSync(join(dir, 'pkg', 'index.d.ts'), 'utf8');
+  for (const s of ['/// <reference types="@webgpu/types" />', 'export declare class DeviceLostError extends Error', 'readMetadata']) {
+    assert.ok(index.includes(s), `index.d.ts should have ${s}`);
+  }
+  for (const s of ['createLlama(device: GPUDevice, source: ModelSource, options?: LoadOptions): Promise<Llama>',
+    'export type ModelSource = ArrayBuffer | ArrayBufferView | Blob | Response | ReadableStream<Uint8Array>', 'signal?: AbortSignal',
     'forward(tokens: ArrayLike<number>, startPos: number): Promise<Float32Array>', 'readonly config: LlamaConfig',
     'testMatvecQ8(device: GPUDevice', 'Promise<MatvecQ8Result>', 'wasmMemoryBytes(): number', 'dispose(): void']) {
     assert.ok(dts.includes(s), `webgpu_llama.d.ts should declare ${s}`);
@@ -133,7 +178,7 @@ test('the tarball holds the built module, its types and nothing else', () => {
 
 test('the page imports the packed package', async () => {
   const names = await page.evaluate(() => window.ready);
-  for (const n of ['createLlama', 'testMatvecQ8', 'wasmMemoryBytes', 'Llama']) assert.ok(names.includes(n), `exports ${n}`);
+  for (const n of ['createLlama', 'readMetadata', 'DeviceLostError', 'testMatvecQ8', 'wasmMemoryBytes', 'Llama']) assert.ok(names.includes(n), `exports ${n}`);
 });
 
 test(`${CASE}: logits and greedy continuation match the reference from the page`, async () => {
@@ -157,14 +202,33 @@ test(`${CASE}: logits and greedy continuation match the reference from the page`
   console.log(`# ${CASE}: ${r.rows.length} rows, max abs diff ${worst.toExponential(2)}, ${seconds.toFixed(1)} s, text ${JSON.stringify(r.text)}, wasm memory ${r.memory} bytes`);
 });
 
-test('errors reach the page as Error objects with the seed\'s messages', async () => {
+test('errors reach the page typed: TypeError, RangeError, DeviceLostError, Error', async () => {
   const r = await page.evaluate((m) => window.errorCase(m), '/models/stories260K.gguf');
-  assert.equal(r.past?.isError, true);
+  assert.deepEqual([r.past?.range, r.past?.name], [true, 'RangeError']);
   assert.match(r.past.message, /past the context/);
-  assert.equal(r.notGguf?.isError, true);
+  assert.deepEqual([r.notArray?.type, r.notArray?.name], [true, 'TypeError']);
+  assert.match(r.notArray.message, /tokens must be an array/);
+  assert.deepEqual([r.notDevice?.type, r.notDevice?.name], [true, 'TypeError']);
+  assert.deepEqual([r.notGguf?.isError, r.notGguf?.name], [true, 'Error']);
   assert.match(r.notGguf.message, /not a GGUF file/);
-  assert.equal(r.disposed?.isError, true);
+  assert.deepEqual([r.disposed?.isError, r.disposed?.name], [true, 'Error']);
   assert.match(r.disposed.message, /use after dispose\(\)/);
+  assert.deepEqual([r.lost?.lost, r.lost?.isError, r.lost?.name], [true, true, 'DeviceLostError'], JSON.stringify(r.lost));
+  assert.match(r.lost.message, /the GPU device was lost \(destroyed/);
+});
+
+test('a Web Worker loads a streamed Response and gets the reference logits', async () => {
+  const ref = reference(CASE);
+  const entry = '/node_modules/webgpu-llama/pkg/index.js';
+  const r = await page.evaluate(([m, p, e]) => window.workerCase(m, p, e), [`/models/${ref.model}`, ref.prompt, entry]);
+  assert.equal(r.error, undefined, r.error);
+  assert.equal(r.inWorker, true, 'ran in a worker');
+  assert.equal(r.streamed, true, 'the Response body was read');
+  assert.ok(r.progress > 10, `progress reported per tensor (${r.progress} calls)`);
+  const want = ref.rows[ref.prompt.length - 1];
+  let d = 0;
+  for (let i = 0; i < want.length; i++) d = Math.max(d, Math.abs(r.logits[i] - want[i]));
+  assert.ok(d <= TOLERANCE, `worker logits differ by ${d}`);
 });
 
 test('a Rust panic rejects pending calls, then the module resets and works again', async () => {
@@ -181,4 +245,52 @@ test('a Rust panic rejects pending calls, then the module resets and works again
   let d = 0;
   for (let i = 0; i < want.length; i++) d = Math.max(d, Math.abs(r.freshLogits[i] - want[i]));
   assert.ok(d <= TOLERANCE, `after the reset the logits differ by ${d}`);
+});
+
+// The chat demo, as a user uses it: SmolLM2 loaded from a Blob, a question typed in, the answer
+// streamed into the page. The greedy ids must be the native engine's for the same prompt ids
+// (the CLI, target/debug/webgpu-llama, built by the native tests).
+test('the chat demo answers a typed question on SmolLM2 (screenshot)', { timeout: 15 * 60_000 }, async (t) => {
+  const model = join(ROOT, '.models', 'SmolLM2-135M-Instruct.Q4_1.gguf');
+  if (!existsSync(model)) { t.skip(`SKIPPED: ${model} is missing (scripts/fetch-models.sh)`); return; }
+  const { server: chatServer, url: chatUrl } = await serve(webMounts());
+  const chat = await browser.newPage({ viewport: { width: 900, height: 760 } });
+  chat.on('pageerror', (e) => console.log(`[chat page error] ${e.message}`));
+  try {
+    const t0 = Date.now();
+    await chat.goto(`${chatUrl}/?n=8`);
+    await chat.click('#load-default');
+    await chat.waitForFunction(() => !document.querySelector('#question').disabled || document.querySelector('#status.error'), null, { timeout: 5 * 60_000 });
+    assert.doesNotMatch(await chat.textContent('#status'), /Error/);
+    await chat.fill('#question', 'What is the capital of France?');
+    await chat.click('#send');
+    await chat.waitForFunction(() => window.lastTurn || document.querySelector('#status.error'), null, { timeout: 10 * 60_000, polling: 500 });
+    const r = await chat.evaluate(() => window.lastTurn);
+    mkdirSync(join(ROOT, 'target', 'page-test'), { recursive: true });
+    await chat.screenshot({ path: join(ROOT, 'target', 'page-test', 'chat.png'), fullPage: true });
+    assert.ok(r, `no answer: ${await chat.textContent('#status')}`);
+    const shown = await chat.evaluate(() => [...document.querySelectorAll('.msg')].map((m) => [m.className, m.textContent]));
+    assert.deepEqual(shown[0], ['msg user', 'What is the capital of France?']);
+    assert.equal(shown[1][1], r.answer, 'the answer is shown');
+    assert.ok(r.answer.trim().length > 0 && r.ids.length > 0, 'a non-empty answer');
+    assert.ok(r.ids.length <= 8, 'capped at 8 new tokens');
+    const stats = await chat.textContent('#stats');
+    assert.match(stats, /tok\/s/);
+    // The prompt is the GGUF's chat template over the question; its first ids are <|im_start|>system.
+    assert.equal(r.promptIds[0], 1);
+    const cli = join(ROOT, 'target', 'debug', 'webgpu-llama');
+    if (!existsSync(cli)) {
+      console.log(`# SKIPPED the native comparison: ${cli} is not built (cargo test builds it)`);
+    } else {
+      const out = spawnSync(cli, ['run', model, '--tokens', r.promptIds.join(','), '-n', String(r.ids.length + 1)], { encoding: 'utf8' });
+      assert.equal(out.status, 0, out.stderr);
+      const native = out.stdout.match(/greedy ids: ([0-9,]+)/)[1].split(',').map(Number);
+      assert.deepEqual(r.ids, native.slice(0, r.ids.length), 'greedy ids equal the native engine\'s');
+    }
+    console.log(`# chat: ${r.promptIds.length} prompt tokens, answer ${JSON.stringify(r.answer)} (${r.ids.length} tokens, ` +
+      `${r.tokensPerSecond.toFixed(2)} tok/s, prefill ${r.prefillSeconds.toFixed(1)} s) in ${((Date.now() - t0) / 1000).toFixed(0)} s; screenshot target/page-test/chat.png`);
+  } finally {
+    await chat.close();
+    chatServer.close();
+  }
 });

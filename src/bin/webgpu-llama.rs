@@ -15,7 +15,7 @@ mod cli {
     use std::time::Instant;
 
     use clap::{Parser, Subcommand};
-    use webgpu_llama::{vocab::Vocab, Config, Gguf, Gpu, Llama, LoadOptions};
+    use webgpu_llama::{gguf::ByteSource, vocab::Vocab, weights::TensorSource, Config, Gguf, Gpu, Llama, LoadOptions};
 
     #[derive(Parser)]
     #[command(
@@ -121,8 +121,38 @@ mod cli {
         }
     }
 
-    fn read(path: &str) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
-        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}").into())
+    /// A model file mapped into memory: the OS pages tensors in as they are uploaded, so the
+    /// file is never read whole into the heap.
+    struct Mapped(memmap2::Mmap);
+
+    impl Mapped {
+        fn as_slice(&self) -> &[u8] {
+            &self.0
+        }
+    }
+
+    impl ByteSource for Mapped {
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> webgpu_llama::Result<()> {
+            self.as_slice().read_at(offset, buf)
+        }
+    }
+
+    impl TensorSource for Mapped {
+        fn upload(&self, gpu: &Gpu, buffer: &wgpu::Buffer, dst: u64, src: u64, len: u64) -> webgpu_llama::Result<()> {
+            self.as_slice().upload(gpu, buffer, dst, src, len)
+        }
+    }
+
+    fn read(path: &str) -> Result<Mapped, Box<dyn std::error::Error>> {
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        // SAFETY: the file is only read; the CLI does not expect it to change while it runs (as
+        // llama.cpp's mmap loading).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map {path}: {e}"))?;
+        Ok(Mapped(map))
     }
 
     fn argmax(v: &[f32]) -> u32 {

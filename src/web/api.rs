@@ -12,14 +12,15 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::adopt::adopt_device;
+use super::glue;
 use super::promise::{install, on_panic, spawn};
-use super::source::JsBytes;
+use super::source::{read_header, stream_uploads, JsBytes, Source};
+use crate::config::Config;
 use crate::error::Error;
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
 use crate::llama::{Llama, LoadOptions};
 use crate::vocab::Vocab;
-use crate::weights::Progress;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
@@ -83,9 +84,19 @@ export interface LoadProgress {
 export interface LoadOptions {
   /** KV-cache length in positions (default min(llama.context_length, 2048)). */
   contextLength?: number;
-  /** Called synchronously after each tensor is uploaded; an exception thrown here fails the load. */
+  /** Alias of contextLength. */
+  ctx?: number;
+  /** Called after each tensor is on the GPU (the load yields to the event loop between reads, so
+   * the page can repaint); an exception thrown here fails the load. */
   onProgress?: (progress: LoadProgress) => void;
+  /** Aborts the load: createLlama rejects with signal.reason and frees what it had uploaded. */
+  signal?: AbortSignal;
 }
+
+/** Where createLlama reads the GGUF from. Blobs and streams are read once, window by window:
+ * the whole file is never held in memory (a stream of unknown length is first collected into a
+ * Blob). */
+export type ModelSource = ArrayBuffer | ArrayBufferView | Blob | Response | ReadableStream<Uint8Array>;
 
 /** testMatvecQ8's result: one weight matrix times x, three ways. */
 export interface MatvecQ8Result {
@@ -120,7 +131,10 @@ pub(crate) fn describe(v: &JsValue) -> String {
         return b.to_string();
     }
     if v.is_bigint() {
-        return format!("the BigInt {}", String::from(js_sys::JsString::from(v.clone())));
+        return format!(
+            "the BigInt {}",
+            String::from(js_sys::JsString::from(v.clone()))
+        );
     }
     if v.is_function() {
         return "a function".into();
@@ -143,17 +157,59 @@ fn js_number(x: f64) -> String {
     if x.is_nan() {
         "NaN".into()
     } else if x.is_infinite() {
-        if x > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if x > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else {
         format!("{x}")
     }
 }
 
-fn js_error(e: Error) -> JsValue {
-    js_sys::Error::new(&e.to_string()).into()
+/// The message of a thrown JS value (an `Error`'s `message`), else [`describe`].
+pub(crate) fn describe_error(e: &JsValue) -> String {
+    match e.dyn_ref::<js_sys::Error>() {
+        Some(err) => String::from(err.message()),
+        None => describe(e),
+    }
 }
 
-fn get(target: &JsValue, key: &str) -> JsValue {
+/// The JS error for an engine error: `TypeError` for an argument of the wrong type, `RangeError`
+/// for a bad value ([`Error::Input`]), `DeviceLostError` when the device was lost, else `Error`.
+pub(crate) fn js_error(e: Error) -> JsValue {
+    let m = e.to_string();
+    match e {
+        Error::InvalidType(_) => js_sys::TypeError::new(&m).into(),
+        Error::Input(_) => js_sys::RangeError::new(&m).into(),
+        Error::DeviceLost(_) => glue::new_device_lost_error(&m, ""),
+        _ => js_sys::Error::new(&m).into(),
+    }
+}
+
+/// `Error::DeviceLost` when `watch` (from [`glue::watch_lost`]) saw the device lost.
+fn lost_error(watch: &JsValue) -> Option<JsValue> {
+    let info = get(watch, "info");
+    if info.is_null() || info.is_undefined() {
+        return None;
+    }
+    let text = |k: &str| get(&info, k).as_string().unwrap_or_default();
+    let reason = text("reason");
+    let m = Error::DeviceLost(format!("{reason}: {}", text("message"))).to_string();
+    Some(glue::new_device_lost_error(&m, &reason))
+}
+
+/// After a failure: the `DeviceLostError` if the device turns out to be lost (checked after one
+/// event-loop turn, as `GPUDevice.lost` may settle just after the failed call), else `e`.
+async fn or_lost(watch: &JsValue, e: JsValue) -> JsValue {
+    if let Some(l) = lost_error(watch) {
+        return l;
+    }
+    glue::yield_to_event_loop().await;
+    lost_error(watch).unwrap_or(e)
+}
+
+pub(crate) fn get(target: &JsValue, key: &str) -> JsValue {
     js_sys::Reflect::get(target, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
@@ -167,65 +223,136 @@ fn object(entries: &[(&str, JsValue)]) -> JsValue {
 
 /// A token list from JS: an array or typed array of integer numbers `0 <= id < vocab`.
 fn tokens_from_js(v: &JsValue, vocab: u32) -> Result<Vec<u32>, Error> {
-    let array_like = js_sys::Array::is_array(v) || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
+    let array_like = js_sys::Array::is_array(v)
+        || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
     if !array_like {
-        return Err(Error::Input(format!("tokens must be an array (or typed array) of token ids, got {}", describe(v))));
+        return Err(Error::InvalidType(format!(
+            "tokens must be an array (or typed array) of token ids, got {}",
+            describe(v)
+        )));
     }
     let n = get(v, "length").as_f64().unwrap_or(0.0) as u32;
     if n == 0 {
-        return Err(Error::Input("tokens must be a non-empty list of token ids".into()));
+        return Err(Error::Input(
+            "tokens must be a non-empty list of token ids".into(),
+        ));
     }
     let mut out = Vec::with_capacity(n as usize);
     for i in 0..n {
         let t = js_sys::Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
         let Some(x) = t.as_f64() else {
-            return Err(Error::Input(format!("token at index {i} is {}, not a number: token ids are integers 0 .. {}", describe(&t), vocab - 1)));
+            return Err(Error::InvalidType(format!(
+                "token at index {i} is {}, not a number: token ids are integers 0 .. {}",
+                describe(&t),
+                vocab - 1
+            )));
         };
         if !x.is_finite() || x.fract() != 0.0 || x < 0.0 {
-            return Err(Error::Input(format!("token at index {i} is {}: token ids are integers 0 .. {}", js_number(x), vocab - 1)));
+            return Err(Error::Input(format!(
+                "token at index {i} is {}: token ids are integers 0 .. {}",
+                js_number(x),
+                vocab - 1
+            )));
         }
         if x >= vocab as f64 {
-            return Err(Error::Input(format!("token id {} at index {i} is out of range (vocab {vocab})", js_number(x))));
+            return Err(Error::Input(format!(
+                "token id {} at index {i} is out of range (vocab {vocab})",
+                js_number(x)
+            )));
         }
         out.push(x as u32);
     }
     Ok(out)
 }
 
-/// `startPos`: an integer number `0 <= p < 2^32`.
+/// `startPos`: an integer number `0 <= p < 2^32` (`TypeError` when not a number).
 fn position_from_js(v: &JsValue) -> Result<u32, Error> {
+    let msg = || {
+        format!(
+            "startPos must be a non-negative integer, got {}",
+            describe(v)
+        )
+    };
     match v.as_f64() {
-        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
-        _ => Err(Error::Input(format!("startPos must be a non-negative integer, got {}", describe(v)))),
+        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => {
+            Ok(x as u32)
+        }
+        Some(_) => Err(Error::Input(msg())),
+        None => Err(Error::InvalidType(msg())),
     }
 }
 
 struct Options {
     ctx: Option<u32>,
     on_progress: Option<js_sys::Function>,
+    signal: Option<JsValue>,
 }
 
 fn options_from_js(v: Option<JsValue>) -> Result<Options, Error> {
-    let mut o = Options { ctx: None, on_progress: None };
-    let Some(v) = v.filter(|v| !v.is_undefined() && !v.is_null()) else { return Ok(o) };
+    let mut o = Options {
+        ctx: None,
+        on_progress: None,
+        signal: None,
+    };
+    let Some(v) = v.filter(|v| !v.is_undefined() && !v.is_null()) else {
+        return Ok(o);
+    };
     if !v.is_object() || v.is_function() {
-        return Err(Error::Input(format!("options must be an object, got {}", describe(&v))));
+        return Err(Error::InvalidType(format!(
+            "options must be an object, got {}",
+            describe(&v)
+        )));
     }
-    let ctx = get(&v, "contextLength");
-    if !ctx.is_undefined() {
+    for key in ["contextLength", "ctx"] {
+        let ctx = get(&v, key);
+        if ctx.is_undefined() || o.ctx.is_some() {
+            continue;
+        }
+        let msg = || {
+            format!(
+                "options.{key} must be a positive integer, got {}",
+                describe(&ctx)
+            )
+        };
         match ctx.as_f64() {
-            Some(x) if x.fract() == 0.0 && x >= 1.0 && x <= u32::MAX as f64 => o.ctx = Some(x as u32),
-            _ => return Err(Error::Input(format!("options.contextLength must be a positive integer, got {}", describe(&ctx)))),
+            Some(x) if x.fract() == 0.0 && x >= 1.0 && x <= u32::MAX as f64 => {
+                o.ctx = Some(x as u32)
+            }
+            Some(_) => return Err(Error::Input(msg())),
+            None => return Err(Error::InvalidType(msg())),
         }
     }
     let cb = get(&v, "onProgress");
     if !cb.is_undefined() {
         match cb.dyn_into::<js_sys::Function>() {
             Ok(f) => o.on_progress = Some(f),
-            Err(cb) => return Err(Error::Input(format!("options.onProgress must be a function, got {}", describe(&cb)))),
+            Err(cb) => {
+                return Err(Error::InvalidType(format!(
+                    "options.onProgress must be a function, got {}",
+                    describe(&cb)
+                )))
+            }
         }
     }
+    let signal = get(&v, "signal");
+    if !signal.is_undefined() {
+        if !glue::is_abort_signal(&signal) {
+            return Err(Error::InvalidType(format!(
+                "options.signal must be an AbortSignal, got {}",
+                describe(&signal)
+            )));
+        }
+        o.signal = Some(signal);
+    }
     Ok(o)
+}
+
+/// `Err(signal.reason)` once the load's signal is aborted.
+fn check_abort(signal: &Option<JsValue>) -> Result<(), JsValue> {
+    match signal.as_ref().map(glue::abort_reason) {
+        Some(reason) if !reason.is_null() => Err(reason),
+        _ => Ok(()),
+    }
 }
 
 /// The host's device as a [`Gpu`]. Fails when it is not a `GPUDevice` or is already lost (work
@@ -234,15 +361,28 @@ async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
     let lost = get(device, "lost");
     if lost.is_instance_of::<js_sys::Promise>() {
         // `lost` wins the race only if it has already resolved.
-        let race = js_sys::Promise::race(&js_sys::Array::of2(&lost, &js_sys::Promise::resolve(&JsValue::NULL)));
+        let race = js_sys::Promise::race(&js_sys::Array::of2(
+            &lost,
+            &js_sys::Promise::resolve(&JsValue::NULL),
+        ));
         if let Ok(info) = wasm_bindgen_futures::JsFuture::from(race).await {
             if !info.is_null() && !info.is_undefined() {
                 let text = |k: &str| get(&info, k).as_string().unwrap_or_default();
-                return Err(Error::Gpu(format!("the GPUDevice was lost ({}: {})", text("reason"), text("message"))));
+                return Err(Error::DeviceLost(format!(
+                    "{}: {}",
+                    text("reason"),
+                    text("message")
+                )));
             }
         }
     }
-    let a = adopt_device(device).await.map_err(Error::Input)?;
+    if !device.is_object() || !get(device, "createBuffer").is_function() {
+        return Err(Error::InvalidType(format!(
+            "could not adopt the host's GPUDevice: expected a GPUDevice, got {}",
+            describe(device)
+        )));
+    }
+    let a = adopt_device(device).await.map_err(Error::Gpu)?;
     Ok(Gpu::from_device(a.device, a.queue, a.adapter_info, false))
 }
 
@@ -254,6 +394,8 @@ struct State {
     llama: Llama,
     config: JsValue,
     vocab: Option<Vocab>,
+    /// `{ info }` from [`glue::watch_lost`] on the device.
+    lost: JsValue,
 }
 
 /// A model loaded on the host's GPUDevice (JS class `Llama`, made by `createLlama`).
@@ -262,67 +404,152 @@ pub struct WebLlama {
     state: Rc<State>,
 }
 
-/// Loads a llama GGUF onto the host page's `GPUDevice` (JS: `createLlama(device, arrayBuffer,
+/// Loads a llama GGUF onto the host page's `GPUDevice` (JS: `createLlama(device, source,
 /// options?) -> Promise<Llama>`).
 ///
 /// * `device`: the host's `GPUDevice`, used as is (wgpu adopts that very object; checked with
 ///   `Object.is`) with the limits and features the host requested. Never destroyed.
-/// * `gguf`: the file as an `ArrayBuffer` (or a typed array over one). Tensor bytes are copied from
-///   it straight to GPU buffers; the caller may drop it once the promise resolves.
-/// * `options`: `{ contextLength?: number, onProgress?: ({bytesDone, bytesTotal, tensorsDone,
-///   tensorsTotal}) => void }`.
+/// * `source`: the file as an `ArrayBuffer` (or a typed array over one), a `Blob`/`File`, or a
+///   `Response`/`ReadableStream`. Tensor bytes go from it to GPU buffers window by window
+///   (at most a few MiB of the file in memory at a time; an `ArrayBuffer` is never copied); the
+///   caller may drop it once the promise resolves.
+/// * `options`: `{ contextLength?: number (alias ctx), onProgress?: ({bytesDone, bytesTotal,
+///   tensorsDone, tensorsTotal}) => void, signal?: AbortSignal }`. The load yields to the event
+///   loop between windows, so progress repaints; an aborted signal rejects with its reason.
 ///
-/// Rejects with an `Error` naming the problem: not a GGUF, truncated, "WebGPU path: llama GGUFs
-/// only", unsupported tensor type, "WebGPU path: at most 256 experts, top-16", a tensor larger
-/// than the device's `maxStorageBufferBindingSize` (naming the tensor, its size, the limit and the
-/// limit to request), not a `GPUDevice`, GPU validation or out-of-memory errors.
+/// Rejects with a `TypeError` for arguments of the wrong type (not a `GPUDevice`, not a model
+/// source, bad options), a `RangeError` for bad option values, a `DeviceLostError` when the
+/// device is lost, and an `Error` naming the problem otherwise: not a GGUF, truncated, "WebGPU
+/// path: llama GGUFs only", unsupported tensor type, "WebGPU path: at most 256 experts, top-16",
+/// a tensor larger than the device's `maxStorageBufferBindingSize` (naming the tensor, its size,
+/// the limit and the limit to request), GPU validation or out-of-memory errors.
 #[wasm_bindgen(js_name = createLlama, unchecked_return_type = "Promise<Llama>")]
 pub fn create_llama(
     #[wasm_bindgen(unchecked_param_type = "GPUDevice")] device: JsValue,
-    #[wasm_bindgen(js_name = arrayBuffer, unchecked_param_type = "ArrayBuffer | ArrayBufferView")] gguf: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ModelSource")] source: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "LoadOptions")] options: Option<JsValue>,
 ) -> js_sys::Promise {
     install();
-    spawn(async move { create(device, gguf, options).await.map(JsValue::from) })
+    spawn(async move { create(device, source, options).await.map(JsValue::from) })
 }
 
-async fn create(device: JsValue, gguf: JsValue, options: Option<JsValue>) -> Result<WebLlama, JsValue> {
+async fn create(
+    device: JsValue,
+    source: JsValue,
+    options: Option<JsValue>,
+) -> Result<WebLlama, JsValue> {
     let opts = options_from_js(options).map_err(js_error)?;
-    let src = JsBytes::from_js(&gguf).map_err(js_error)?;
-    let g = Gguf::parse(&src).map_err(js_error)?;
-    let gpu = adopt(&device).await.map_err(js_error)?;
-    let vocab = Vocab::from_gguf(&g);
+    check_abort(&opts.signal)?;
+    let src = Source::from_js(&source).await.map_err(js_error)?;
+    let loaded = load(&device, &src, &opts).await;
+    if let Err(e) = &loaded {
+        src.cancel(e);
+    }
+    loaded
+}
 
-    let mut callback_error: Option<JsValue> = None;
-    let mut report = |p: &Progress| {
-        if let (Some(f), None) = (&opts.on_progress, &callback_error) {
-            let arg = object(&[
-                ("bytesDone", (p.bytes_done as f64).into()),
-                ("bytesTotal", (p.bytes_total as f64).into()),
-                ("tensorsDone", p.tensors_done.into()),
-                ("tensorsTotal", p.tensors_total.into()),
-            ]);
-            if let Err(e) = f.call1(&JsValue::NULL, &arg) {
-                callback_error = Some(e);
+/// Per-tensor progress while the file streams by: each tensor is reported once every byte
+/// before its end is on the GPU, in file order.
+struct Reporter<'a> {
+    /// (end offset, bytes) of every tensor the model reads, by end offset.
+    tensors: Vec<(u64, u64)>,
+    next: usize,
+    bytes_done: u64,
+    bytes_total: u64,
+    on_progress: Option<&'a js_sys::Function>,
+    signal: &'a Option<JsValue>,
+}
+
+impl Reporter<'_> {
+    fn reached(&mut self, pos: u64) -> Result<(), JsValue> {
+        while self.next < self.tensors.len() && self.tensors[self.next].0 <= pos {
+            self.bytes_done += self.tensors[self.next].1;
+            self.next += 1;
+            if let Some(f) = self.on_progress {
+                let arg = object(&[
+                    ("bytesDone", (self.bytes_done as f64).into()),
+                    ("bytesTotal", (self.bytes_total as f64).into()),
+                    ("tensorsDone", (self.next as f64).into()),
+                    ("tensorsTotal", (self.tensors.len() as f64).into()),
+                ]);
+                f.call1(&JsValue::NULL, &arg)?;
             }
+            check_abort(self.signal)?;
         }
+        Ok(())
+    }
+}
+
+async fn load(device: &JsValue, src: &Source, opts: &Options) -> Result<WebLlama, JsValue> {
+    let (g, planned) = read_header(src).await.map_err(js_error)?;
+    check_abort(&opts.signal)?;
+    let gpu = adopt(device).await.map_err(js_error)?;
+    let lost = glue::watch_lost(device);
+    let vocab = Vocab::from_gguf(&g);
+    let cfg = Config::from_gguf(&g, opts.ctx).map_err(js_error)?;
+    let mut tensors: Vec<(u64, u64)> = cfg
+        .expected_tensors()
+        .iter()
+        .filter_map(|(name, _)| g.tensor(name))
+        .map(|t| (t.offset + t.n_bytes, t.n_bytes))
+        .collect();
+    tensors.sort_unstable();
+    let bytes_total = tensors.iter().map(|t| t.1).sum();
+    let mut reporter = Reporter {
+        tensors,
+        next: 0,
+        bytes_done: 0,
+        bytes_total,
+        on_progress: opts.on_progress.as_ref(),
+        signal: &opts.signal,
     };
+
     // Error scopes (never the host's uncaptured-error handler) catch what the device rejects.
-    // Loading is synchronous, so no other code can push or pop scopes in between.
+    // Planning is synchronous, so no other code can push or pop scopes in between.
     let oom = gpu.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let loaded = Llama::load(&gpu, &g, &src, LoadOptions { ctx: opts.ctx, progress: Some(&mut report), ..Default::default() });
+    let planned_load = Llama::load(
+        &gpu,
+        &g,
+        &planned,
+        LoadOptions {
+            ctx: opts.ctx,
+            ..Default::default()
+        },
+    );
     let validation = validation.pop();
     let oom = oom.pop();
     drop(g);
-    let llama = loaded.map_err(js_error)?;
-    let failure = match (validation.await, oom.await) {
-        (Some(e), _) | (None, Some(e)) => Some(js_error(gpu_error(e))),
-        (None, None) => callback_error,
-    };
-    if let Some(e) = failure {
+    let llama = planned_load.map_err(js_error)?;
+    let failed = |llama: &Llama, e: JsValue| {
         llama.dispose();
-        return Err(e);
+        e
+    };
+    let mut on_window = |pos: u64| {
+        check_abort(&opts.signal)?;
+        reporter.reached(pos)
+    };
+    let scopes = match stream_uploads(planned, &gpu, &mut on_window, js_error).await {
+        Ok(s) => s,
+        Err(e) => return Err(failed(&llama, or_lost(&lost, e).await)),
+    };
+    let mut gpu_failure = match (validation.await, oom.await) {
+        (Some(e), _) | (None, Some(e)) => Some(e),
+        (None, None) => None,
+    };
+    for scope in scopes {
+        if let (None, Some(e)) = (&gpu_failure, scope.await) {
+            gpu_failure = Some(e);
+        }
+    }
+    if let Some(e) = gpu_failure {
+        return Err(failed(&llama, or_lost(&lost, js_error(gpu_error(e))).await));
+    }
+    if let Some(e) = lost_error(&lost) {
+        return Err(failed(&llama, e));
+    }
+    if let Err(e) = check_abort(&opts.signal) {
+        return Err(failed(&llama, e));
     }
 
     let c = &llama.config;
@@ -341,19 +568,30 @@ async fn create(device: JsValue, gguf: JsValue, options: Option<JsValue>) -> Res
         ("theta", (c.theta as f64).into()),
         ("experts", c.experts.into()),
         ("topk", c.topk.into()),
-        ("dispatchesPerToken", (llama.dispatches_per_token() as f64).into()),
+        (
+            "dispatchesPerToken",
+            (llama.dispatches_per_token() as f64).into(),
+        ),
         ("weightBytesOnGpu", (weight_gpu as f64).into()),
         ("fileTensorBytes", (weight_file as f64).into()),
         ("gpuBytes", (llama.gpu_bytes() as f64).into()),
         ("nRot", c.n_rot.into()),
         ("trainCtx", c.train_ctx.into()),
         ("tiedOutput", c.tied_output.into()),
-        ("maxStorageBufferBindingSize", (limits.max_storage_buffer_binding_size as f64).into()),
+        (
+            "maxStorageBufferBindingSize",
+            (limits.max_storage_buffer_binding_size as f64).into(),
+        ),
         ("maxBufferSize", (limits.max_buffer_size as f64).into()),
         ("adapter", gpu.adapter_info.as_str().into()),
     ]);
     js_sys::Object::freeze(config.unchecked_ref::<js_sys::Object>());
-    let state = Rc::new(State { llama, config, vocab });
+    let state = Rc::new(State {
+        llama,
+        config,
+        vocab,
+        lost,
+    });
     track(&state);
     Ok(WebLlama { state })
 }
@@ -369,7 +607,9 @@ fn track(state: &Rc<State>) {
         on_panic(Box::new(|| {
             let _ = LIVE.try_with(|live| {
                 if let Ok(live) = live.try_borrow() {
-                    live.iter().filter_map(Weak::upgrade).for_each(|s| s.llama.dispose());
+                    live.iter()
+                        .filter_map(Weak::upgrade)
+                        .for_each(|s| s.llama.dispose());
                 }
             });
         }))
@@ -397,10 +637,12 @@ impl WebLlama {
     /// The work is queued on the GPU before this returns, so calls issued without awaiting are
     /// served in order, each with its own result.
     ///
-    /// Rejects (never throws) with an `Error` for: tokens not an array/typed array, empty, an id
-    /// that is not an integer number or is `>= vocab`; `startPos` not a non-negative integer;
-    /// "past the context" when `startPos + tokens.length > config.ctx`; use after `dispose()`;
-    /// a GPU error.
+    /// Rejects (never throws) with a `TypeError` when tokens is not an array/typed array or holds
+    /// a non-number, or `startPos` is not a number; a `RangeError` for an empty list, an id that
+    /// is not an integer or is `>= vocab`, a negative or fractional `startPos`, "past the
+    /// context" when `startPos + tokens.length > config.ctx`, or a `startPos` that leaves a gap
+    /// in the KV cache; a `DeviceLostError` once the device is lost (this call and every later
+    /// one); an `Error` after `dispose()` or for another GPU error.
     #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array>")]
     pub fn forward(
         &self,
@@ -409,6 +651,9 @@ impl WebLlama {
     ) -> js_sys::Promise {
         install();
         let state = self.state.clone();
+        if let Some(e) = lost_error(&state.lost) {
+            return js_sys::Promise::reject(&e);
+        }
         let submitted = (|| {
             if state.llama.is_disposed() {
                 return Err(Error::Disposed);
@@ -432,7 +677,10 @@ impl WebLlama {
                 Ok(_) => state.llama.recycle(readback),
                 Err(_) => readback.buffer.destroy(),
             }
-            let bytes = checked.map_err(js_error)?;
+            let bytes = match checked {
+                Ok(b) => b,
+                Err(e) => return Err(or_lost(&state.lost, js_error(e)).await),
+            };
             let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
             Ok(js_sys::Float32Array::from(logits.as_slice()).into())
         })
@@ -455,15 +703,27 @@ impl WebLlama {
     /// file without `tokenizer.ggml.tokens`. Feed them to a streaming `TextDecoder`.
     #[wasm_bindgen(js_name = tokenBytes)]
     pub fn token_bytes(&self, id: u32) -> Vec<u8> {
-        self.state.vocab.as_ref().map(|v| v.bytes(id)).unwrap_or_default()
+        self.state
+            .vocab
+            .as_ref()
+            .map(|v| v.bytes(id))
+            .unwrap_or_default()
     }
 
     /// The text of a token sequence (invalid UTF-8 replaced by U+FFFD). Throws an `Error` for a
     /// bad token list, as `forward` rejects.
-    pub fn decode(&self, #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] tokens: JsValue) -> Result<String, JsValue> {
+    pub fn decode(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] tokens: JsValue,
+    ) -> Result<String, JsValue> {
         install();
         let ids = tokens_from_js(&tokens, self.state.llama.config.vocab).map_err(js_error)?;
-        Ok(self.state.vocab.as_ref().map(|v| v.decode(&ids)).unwrap_or_default())
+        Ok(self
+            .state
+            .vocab
+            .as_ref()
+            .map(|v| v.decode(&ids))
+            .unwrap_or_default())
     }
 }
 
@@ -485,7 +745,8 @@ impl Drop for WebLlama {
 #[wasm_bindgen(js_name = testMatvecQ8, unchecked_return_type = "Promise<MatvecQ8Result>")]
 pub fn test_matvec_q8(
     #[wasm_bindgen(unchecked_param_type = "GPUDevice")] device: JsValue,
-    #[wasm_bindgen(js_name = arrayBuffer, unchecked_param_type = "ArrayBuffer | ArrayBufferView")] gguf: JsValue,
+    #[wasm_bindgen(js_name = arrayBuffer, unchecked_param_type = "ArrayBuffer | ArrayBufferView")]
+    gguf: JsValue,
     #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
     #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] x: JsValue,
 ) -> js_sys::Promise {
@@ -493,13 +754,28 @@ pub fn test_matvec_q8(
     spawn(async move { matvec_q8(device, gguf, name, x).await.map_err(js_error) })
 }
 
-async fn matvec_q8(device: JsValue, gguf: JsValue, name: JsValue, x: JsValue) -> Result<JsValue, Error> {
-    let name = name.as_string().ok_or_else(|| Error::Input(format!("name must be a tensor name string, got {}", describe(&name))))?;
+async fn matvec_q8(
+    device: JsValue,
+    gguf: JsValue,
+    name: JsValue,
+    x: JsValue,
+) -> Result<JsValue, Error> {
+    let name = name.as_string().ok_or_else(|| {
+        Error::InvalidType(format!(
+            "name must be a tensor name string, got {}",
+            describe(&name)
+        ))
+    })?;
     let src = JsBytes::from_js(&gguf)?;
     let g = Gguf::parse(&src)?;
-    let t = g.tensor(&name).ok_or_else(|| Error::MissingTensor(name.clone()))?;
+    let t = g
+        .tensor(&name)
+        .ok_or_else(|| Error::MissingTensor(name.clone()))?;
     if t.ggml_type != crate::ggml::GgmlType::Q8_0 {
-        return Err(Error::Input(format!("testMatvecQ8: tensor {name} is {}, not Q8_0", t.ggml_type.name())));
+        return Err(Error::Input(format!(
+            "testMatvecQ8: tensor {name} is {}, not Q8_0",
+            t.ggml_type.name()
+        )));
     }
     let (rows, cols) = crate::probe::shape(&g, &name)?;
     let xs = floats_from_js(&x, cols)?;
@@ -512,19 +788,28 @@ async fn matvec_q8(device: JsValue, gguf: JsValue, name: JsValue, x: JsValue) ->
         ("cols", cols.into()),
         ("f32", js_sys::Float32Array::from(f32s.as_slice()).into()),
         ("q8", js_sys::Float32Array::from(q8s.as_slice()).into()),
-        ("ref", js_sys::Float64Array::from(reference.as_slice()).into()),
+        (
+            "ref",
+            js_sys::Float64Array::from(reference.as_slice()).into(),
+        ),
     ]))
 }
 
 /// `cols` finite numbers from an array or typed array, as f32.
 fn floats_from_js(v: &JsValue, cols: u32) -> Result<Vec<f32>, Error> {
-    let array_like = js_sys::Array::is_array(v) || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
+    let array_like = js_sys::Array::is_array(v)
+        || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
     if !array_like {
-        return Err(Error::Input(format!("x must be an array or Float32Array of {cols} numbers, got {}", describe(v))));
+        return Err(Error::InvalidType(format!(
+            "x must be an array or Float32Array of {cols} numbers, got {}",
+            describe(v)
+        )));
     }
     let n = get(v, "length").as_f64().unwrap_or(0.0) as u32;
     if n != cols {
-        return Err(Error::Input(format!("x has {n} values but the tensor has {cols} columns")));
+        return Err(Error::Input(format!(
+            "x has {n} values but the tensor has {cols} columns"
+        )));
     }
     (0..n)
         .map(|i| {
@@ -532,7 +817,9 @@ fn floats_from_js(v: &JsValue, cols: u32) -> Result<Vec<f32>, Error> {
             e.as_f64()
                 .filter(|f| f.is_finite())
                 .map(|f| f as f32)
-                .ok_or_else(|| Error::Input(format!("x[{i}] is {}, not a finite number", describe(&e))))
+                .ok_or_else(|| {
+                    Error::Input(format!("x[{i}] is {}, not a finite number", describe(&e)))
+                })
         })
         .collect()
 }
@@ -541,7 +828,67 @@ fn floats_from_js(v: &JsValue, cols: u32) -> Result<Vec<f32>, Error> {
 /// but never shrinks, so after a load it shows the load's peak.
 #[wasm_bindgen(js_name = wasmMemoryBytes)]
 pub fn wasm_memory_bytes() -> f64 {
-    get(&get(&wasm_bindgen::memory(), "buffer"), "byteLength").as_f64().unwrap_or(0.0)
+    get(&get(&wasm_bindgen::memory(), "buffer"), "byteLength")
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+/// A GGUF metadata value as JS: numbers (64-bit integers beyond 2^53 lose precision), booleans,
+/// strings and arrays.
+fn value_to_js(v: &crate::gguf::Value) -> JsValue {
+    use crate::gguf::Value as V;
+    match v {
+        V::Bool(b) => (*b).into(),
+        V::Str(s) => s.as_str().into(),
+        V::Array(items) => items
+            .iter()
+            .map(value_to_js)
+            .collect::<js_sys::Array>()
+            .into(),
+        V::F32(x) => (*x as f64).into(),
+        V::F64(x) => (*x).into(),
+        V::I64(x) => (*x as f64).into(),
+        other => other
+            .as_u64()
+            .map(|x| x as f64)
+            .or_else(|| other.as_f64())
+            .unwrap_or(f64::NAN)
+            .into(),
+    }
+}
+
+/// Reads the metadata of a GGUF (JS: `readMetadata(source) -> Promise<Record<string,
+/// unknown>>`) from an `ArrayBuffer`, a typed array or a `Blob`/`File`, reading only the header
+/// (e.g. `tokenizer.ggml.tokens`, `tokenizer.ggml.merges` and `tokenizer.chat_template` to
+/// build a tokenizer). Rejects with a `TypeError` for other sources (a stream can be read only
+/// once: pass it to `createLlama`) and an `Error` naming a malformed header.
+#[wasm_bindgen(js_name = readMetadata, unchecked_return_type = "Promise<Record<string, unknown>>")]
+pub fn read_metadata(
+    #[wasm_bindgen(unchecked_param_type = "ArrayBuffer | ArrayBufferView | Blob")] source: JsValue,
+) -> js_sys::Promise {
+    install();
+    spawn(async move {
+        if !matches!(glue::source_kind(&source).as_str(), "arraybuffer" | "blob") {
+            return Err(js_error(Error::InvalidType(format!(
+                "readMetadata takes an ArrayBuffer, a typed array or a Blob, got {}",
+                describe(&source)
+            ))));
+        }
+        let src = Source::from_js(&source).await.map_err(js_error)?;
+        let (g, _) = read_header(&src).await.map_err(js_error)?;
+        let out = js_sys::Object::new();
+        for (k, v) in &g.metadata {
+            let _ = js_sys::Reflect::set(&out, &JsValue::from_str(k), &value_to_js(v));
+        }
+        Ok(out.into())
+    })
+}
+
+/// The `DeviceLostError` class (the package entry exports it as `DeviceLostError`).
+#[doc(hidden)]
+#[wasm_bindgen(js_name = __deviceLostErrorClass, skip_typescript)]
+pub fn device_lost_error_class() -> JsValue {
+    glue::device_lost_error_class()
 }
 
 /// Panics with `message` (tests of the panic handling only).
@@ -558,7 +905,8 @@ pub fn test_panic(message: String) {
 pub fn test_panic_async(message: String) -> js_sys::Promise {
     install();
     spawn(async move {
-        let _ = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
+        let _ =
+            wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
         if !message.is_empty() {
             panic!("{message}");
         }

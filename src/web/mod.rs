@@ -3,7 +3,9 @@
 //! * [`api`]: `createLlama(device, arrayBuffer, options?)`, the `Llama` class (`config`,
 //!   `forward`, `dispose`, `tokenBytes`, `decode`), `testMatvecQ8`, `wasmMemoryBytes`.
 //! * [`adopt`]: wgpu wraps the host page's own `GPUDevice` (checked with `Object.is`).
-//! * [`source`]: the GGUF as a JS `ArrayBuffer`; tensors go from it straight to GPU buffers.
+//! * [`source`]: the GGUF as a JS `ArrayBuffer`, `Blob` or stream; tensors go from it to GPU
+//!   buffers window by window.
+//! * [`glue`]: JS helpers: the `DeviceLostError` class, reading Blobs and streams, yielding.
 //! * [`promise`]: promises handed to JS, and the panic hook (log, reject pending promises, free
 //!   GPU buffers, reset the wasm instance before the next call).
 //!
@@ -11,9 +13,13 @@
 
 pub mod adopt;
 pub mod api;
+pub mod glue;
 pub mod promise;
 pub mod source;
 
-pub use api::{create_llama, test_matvec_q8, wasm_memory_bytes, WebLlama};
+pub use api::{
+    create_llama, device_lost_error_class, read_metadata, test_matvec_q8, wasm_memory_bytes,
+    WebLlama,
+};
 pub use promise::reinit_after_panic;
-pub use source::JsBytes;
+pub use source::{JsBytes, Source};
