@@ -65,6 +65,15 @@ else
     log "rustup target add wasm32-unknown-unknown"
     rustup target add wasm32-unknown-unknown
 fi
+# rustfmt and clippy: the gates scripts/test.sh runs first.
+for c in rustfmt clippy; do
+    if rustup component list --installed 2>/dev/null | grep -q "^$c"; then
+        log "rust component $c present"
+    else
+        log "rustup component add $c"
+        rustup component add "$c"
+    fi
+done
 
 tool_version() { # prints "NAME X.Y.Z" or nothing
     "$1" --version 2>/dev/null | head -n 1 || true

@@ -15,6 +15,10 @@ if [[ ! -d ../shared/reference || ! -d ../shared/models ]]; then
 fi
 [[ -f .models/SmolLM2-135M-Instruct.Q4_1.gguf ]] || bash scripts/fetch-models.sh
 
+echo "== gates: cargo fmt --check, cargo clippy --all-targets -D warnings"
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+
 echo "== native tests (cargo test, Vulkan: lavapipe on a machine without a GPU)"
 cargo test --all-targets 2>&1 | tee /tmp/webgpu-llama-native-tests.log
 native_pass=$(grep -Eo 'test result: [a-z]+\. [0-9]+ passed' /tmp/webgpu-llama-native-tests.log | awk '{s+=$4} END {print s+0}')

@@ -189,7 +189,13 @@ impl std::fmt::Display for BenchReport {
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
         writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
         if let Some(b) = self.bandwidth_bound_tps() {
-            writeln!(f, "bandwidth bound at {:.0} GB/s: {:.1} tok/s (decode reaches {:.1}% of it)", self.peak_gbs.unwrap_or(0.0), b, 100.0 * self.decode_tps.median / b)?;
+            writeln!(
+                f,
+                "bandwidth bound at {:.0} GB/s: {:.1} tok/s (decode reaches {:.1}% of it)",
+                self.peak_gbs.unwrap_or(0.0),
+                b,
+                100.0 * self.decode_tps.median / b
+            )?;
         }
         writeln!(f, "weights on GPU: {} bytes (file tensors: {} bytes)", self.weight_bytes.0, self.weight_bytes.1)?;
         write!(f, "GPU memory allocated: {} bytes", self.gpu_bytes)?;
@@ -208,7 +214,11 @@ pub fn weight_bytes_per_token(g: &Gguf, cfg: &Config) -> u64 {
         let Some(t) = g.tensor(&name) else { continue };
         total += if name == "token_embd.weight" {
             let row = t.n_bytes / cfg.vocab as u64;
-            if cfg.tied_output { t.n_bytes + row } else { row }
+            if cfg.tied_output {
+                t.n_bytes + row
+            } else {
+                row
+            }
         } else if name.contains("_exps") {
             t.n_bytes / cfg.experts as u64 * cfg.topk as u64
         } else {

@@ -201,8 +201,21 @@ impl Config {
             return Err(Error::Config("context length must be at least 1".into()));
         }
         let cfg = Config {
-            d, n_layers, ff, n_heads, n_kv_heads, head_dim, n_rot, ctx, train_ctx, vocab, eps, theta, rope_scale,
-            experts, topk,
+            d,
+            n_layers,
+            ff,
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            n_rot,
+            ctx,
+            train_ctx,
+            vocab,
+            eps,
+            theta,
+            rope_scale,
+            experts,
+            topk,
             tied_output: g.tensor("output.weight").is_none(),
             has_rope_freqs: g.tensor("rope_freqs.weight").is_some(),
         };
@@ -227,8 +240,7 @@ impl Config {
 
     /// Every tensor the forward pass reads, with the element count the config implies.
     pub fn expected_tensors(&self) -> Vec<(String, u64)> {
-        let (d, q, kv, ff, e) =
-            (self.d as u64, self.q_dim() as u64, self.kv_dim() as u64, self.ff as u64, self.experts as u64);
+        let (d, q, kv, ff, e) = (self.d as u64, self.q_dim() as u64, self.kv_dim() as u64, self.ff as u64, self.experts as u64);
         let mut t = vec![("token_embd.weight".to_string(), self.vocab as u64 * d), ("output_norm.weight".into(), d)];
         if !self.tied_output {
             t.push(("output.weight".into(), self.vocab as u64 * d));

@@ -13,12 +13,7 @@ pub enum Error {
     /// A big-endian GGUF (its version reads as 2 or 3 only byte-swapped).
     BigEndian(u32),
     /// The file ends before `what` (which needs `need` bytes at byte offset `at`).
-    Truncated {
-        what: String,
-        at: u64,
-        need: u64,
-        len: u64,
-    },
+    Truncated { what: String, at: u64, need: u64, len: u64 },
     /// Structurally malformed GGUF (bad counts, bad alignment, overlapping tensors ...).
     Malformed(String),
     /// A tensor of a GGML type this crate does not handle.
@@ -30,18 +25,9 @@ pub enum Error {
     /// A tensor the config needs is absent.
     MissingTensor(String),
     /// A tensor whose element count or shape disagrees with the config.
-    TensorShape {
-        tensor: String,
-        expected: String,
-        found: String,
-    },
+    TensorShape { tensor: String, expected: String, found: String },
     /// A buffer needed by the model is larger than the device allows.
-    TooLarge {
-        tensor: String,
-        bytes: u64,
-        limit: u64,
-        limit_name: &'static str,
-    },
+    TooLarge { tensor: String, bytes: u64, limit: u64, limit_name: &'static str },
     /// Bad argument values (empty tokens, token out of range, past the context, a gap in the KV
     /// cache ...). The browser module rejects with a JS `RangeError`.
     Input(String),

@@ -53,11 +53,46 @@ pub enum GgmlType {
 
 /// ggml's type names indexed by id (`ggml.h`; ids 4, 5, 31..=33 and 36..=38 were removed).
 const NAMES: [&str; 40] = [
-    "F32", "F16", "Q4_0", "Q4_1", "Q4_2 (removed)", "Q4_3 (removed)", "Q5_0", "Q5_1", "Q8_0", "Q8_1",
-    "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
-    "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64", "IQ1_M",
-    "BF16", "Q4_0_4_4 (removed)", "Q4_0_4_8 (removed)", "Q4_0_8_8 (removed)", "TQ1_0", "TQ2_0",
-    "IQ4_NL_4_4 (removed)", "IQ4_NL_4_8 (removed)", "IQ4_NL_8_8 (removed)", "MXFP4",
+    "F32",
+    "F16",
+    "Q4_0",
+    "Q4_1",
+    "Q4_2 (removed)",
+    "Q4_3 (removed)",
+    "Q5_0",
+    "Q5_1",
+    "Q8_0",
+    "Q8_1",
+    "Q2_K",
+    "Q3_K",
+    "Q4_K",
+    "Q5_K",
+    "Q6_K",
+    "Q8_K",
+    "IQ2_XXS",
+    "IQ2_XS",
+    "IQ3_XXS",
+    "IQ1_S",
+    "IQ4_NL",
+    "IQ3_S",
+    "IQ2_S",
+    "IQ4_XS",
+    "I8",
+    "I16",
+    "I32",
+    "I64",
+    "F64",
+    "IQ1_M",
+    "BF16",
+    "Q4_0_4_4 (removed)",
+    "Q4_0_4_8 (removed)",
+    "Q4_0_8_8 (removed)",
+    "TQ1_0",
+    "TQ2_0",
+    "IQ4_NL_4_4 (removed)",
+    "IQ4_NL_4_8 (removed)",
+    "IQ4_NL_8_8 (removed)",
+    "MXFP4",
 ];
 
 impl GgmlType {
@@ -181,21 +216,12 @@ pub fn dequantize(ty: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<()> {
 /// [`Error::Input`] if `values.len()` is not a multiple of the block size, or a block type is
 /// given a NaN or infinite value (ggml's maths has no meaning for those).
 pub fn quantize(ty: GgmlType, values: &[f32]) -> Result<Vec<u8>> {
-    let bytes = ty.tensor_bytes(values.len() as u64).ok_or_else(|| {
-        Error::Input(format!(
-            "quantize {}: {} values is not a multiple of the block size {}",
-            ty.name(),
-            values.len(),
-            ty.block_size()
-        ))
-    })?;
+    let bytes = ty
+        .tensor_bytes(values.len() as u64)
+        .ok_or_else(|| Error::Input(format!("quantize {}: {} values is not a multiple of the block size {}", ty.name(), values.len(), ty.block_size())))?;
     if ty.block_size() > 1 {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(Error::Input(format!(
-                "quantize {}: value {} at index {i} is not finite",
-                ty.name(),
-                values[i]
-            )));
+            return Err(Error::Input(format!("quantize {}: value {} at index {i} is not finite", ty.name(), values[i])));
         }
     }
     let mut out = vec![0u8; bytes as usize];

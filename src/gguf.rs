@@ -159,9 +159,11 @@ impl Gguf {
         let metadata = read_metadata(&mut r, n_kv)?;
         let alignment = alignment_of(&metadata)?;
         let infos = read_tensor_infos(&mut r, n_tensors)?;
-        let data_offset = r.pos.div_ceil(alignment).checked_mul(alignment).ok_or_else(|| {
-            Error::Malformed(format!("data section offset overflows (header ends at {}, alignment {alignment})", r.pos))
-        })?;
+        let data_offset = r
+            .pos
+            .div_ceil(alignment)
+            .checked_mul(alignment)
+            .ok_or_else(|| Error::Malformed(format!("data section offset overflows (header ends at {}, alignment {alignment})", r.pos)))?;
         let tensors = place_tensors(infos, data_offset, alignment, r.len)?;
         Ok(Gguf { version, metadata, tensors, alignment, data_offset, file_len: r.len })
     }
@@ -256,8 +258,7 @@ impl<'a, S: ByteSource + ?Sized> Reader<'a, S> {
     fn string(&mut self, what: What) -> Result<String> {
         let n = self.u64(what)?;
         self.need(n, what)?;
-        let n = usize::try_from(n)
-            .map_err(|_| Error::Malformed(format!("{}: a {n}-byte string does not fit in memory", what())))?;
+        let n = usize::try_from(n).map_err(|_| Error::Malformed(format!("{}: a {n}-byte string does not fit in memory", what())))?;
         let mut buf = vec![0u8; n];
         self.fill(&mut buf)?;
         String::from_utf8(buf).map_err(|e| Error::Malformed(format!("{} is not valid UTF-8 ({e})", what())))
@@ -342,12 +343,7 @@ fn alignment_of(metadata: &[(String, Value)]) -> Result<u64> {
     };
     let a = match v {
         Value::U8(_) | Value::U16(_) | Value::U32(_) | Value::U64(_) => v.as_u64().unwrap_or(0),
-        _ => {
-            return Err(Error::Malformed(format!(
-                "general.alignment is {} ({v}), expected an unsigned integer",
-                v.type_name()
-            )))
-        }
+        _ => return Err(Error::Malformed(format!("general.alignment is {} ({v}), expected an unsigned integer", v.type_name()))),
     };
     if !a.is_power_of_two() {
         return Err(Error::Malformed(format!("general.alignment {a} is not a power of two")));
@@ -394,23 +390,16 @@ fn read_tensor_info<S: ByteSource + ?Sized>(r: &mut Reader<S>, i: u64, name: Str
         dims.push(dim);
     }
     let type_id = r.u32(&|| format!("tensor info {i} ({name:?}) type"))?;
-    let ggml_type =
-        GgmlType::from_u32(type_id).ok_or_else(|| Error::UnsupportedType { tensor: name.clone(), ggml_type: type_id })?;
+    let ggml_type = GgmlType::from_u32(type_id).ok_or_else(|| Error::UnsupportedType { tensor: name.clone(), ggml_type: type_id })?;
     let rel_offset = r.u64(&|| format!("tensor info {i} ({name:?}) offset"))?;
-    let n_elements = dims
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| malformed(format!("dims overflow ({dims:?} has more than 2^64 elements)")))?;
+    let n_elements =
+        dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or_else(|| malformed(format!("dims overflow ({dims:?} has more than 2^64 elements)")))?;
     let block = ggml_type.block_size();
     if dims[0] % block != 0 {
-        return Err(malformed(format!(
-            "row length {} (dims[0]) is not a multiple of the {ggml_type} block size {block}",
-            dims[0]
-        )));
+        return Err(malformed(format!("row length {} (dims[0]) is not a multiple of the {ggml_type} block size {block}", dims[0])));
     }
-    let n_bytes = ggml_type
-        .tensor_bytes(n_elements)
-        .ok_or_else(|| malformed(format!("dims overflow ({n_elements} {ggml_type} elements need more than 2^64 bytes)")))?;
+    let n_bytes =
+        ggml_type.tensor_bytes(n_elements).ok_or_else(|| malformed(format!("dims overflow ({n_elements} {ggml_type} elements need more than 2^64 bytes)")))?;
     Ok(RawInfo { name, dims, ggml_type, rel_offset, n_elements, n_bytes })
 }
 
@@ -419,10 +408,7 @@ fn place_tensors(infos: Vec<RawInfo>, data_offset: u64, alignment: u64, file_len
     let mut out = Vec::with_capacity(infos.len());
     for t in infos {
         if t.rel_offset % alignment != 0 {
-            return Err(Error::Malformed(format!(
-                "tensor {:?}: offset {} is not a multiple of the alignment {alignment}",
-                t.name, t.rel_offset
-            )));
+            return Err(Error::Malformed(format!("tensor {:?}: offset {} is not a multiple of the alignment {alignment}", t.name, t.rel_offset)));
         }
         // u128 cannot overflow here: both terms are below 2^64.
         let start = data_offset as u128 + t.rel_offset as u128;
@@ -433,19 +419,9 @@ fn place_tensors(infos: Vec<RawInfo>, data_offset: u64, alignment: u64, file_len
             return Err(Error::Truncated { what: format!("tensor {:?} data", t.name), at: start as u64, need: t.n_bytes, len: file_len });
         }
         if end > file_len as u128 {
-            return Err(Error::Malformed(format!(
-                "tensor {:?} data [{start}, {end}) is outside the file (len {file_len})",
-                t.name
-            )));
+            return Err(Error::Malformed(format!("tensor {:?} data [{start}, {end}) is outside the file (len {file_len})", t.name)));
         }
-        out.push(TensorInfo {
-            name: t.name,
-            dims: t.dims,
-            ggml_type: t.ggml_type,
-            offset: start as u64,
-            n_elements: t.n_elements,
-            n_bytes: t.n_bytes,
-        });
+        out.push(TensorInfo { name: t.name, dims: t.dims, ggml_type: t.ggml_type, offset: start as u64, n_elements: t.n_elements, n_bytes: t.n_bytes });
     }
     check_overlap(&out)?;
     Ok(out)

@@ -55,7 +55,14 @@ impl Gpu {
         }
         let name = adapter_info.to_lowercase();
         let cpu = ["llvmpipe", "lavapipe", "swiftshader", "software"].iter().any(|s| name.contains(s));
-        let mut gpu = Gpu { device, queue, adapter_info, errors, binding_cap: None, tuning: Tuning { cpu, tpr: None, matvec_max_tokens: 8, tile: Tile::PORTABLE, splits: None, checked_shaders: false } };
+        let mut gpu = Gpu {
+            device,
+            queue,
+            adapter_info,
+            errors,
+            binding_cap: None,
+            tuning: Tuning { cpu, tpr: None, matvec_max_tokens: 8, tile: Tile::PORTABLE, splits: None, checked_shaders: false },
+        };
         gpu.tuning.tile = gpu.default_tile();
         gpu
     }
@@ -64,7 +71,11 @@ impl Gpu {
     /// 32 KiB of workgroup memory and is a GPU, else the one that fits WebGPU's default 16 KiB.
     fn default_tile(&self) -> Tile {
         let shared = self.device.limits().max_compute_workgroup_storage_size;
-        if !self.tuning.cpu && shared >= Tile::LARGE.shared_bytes() { Tile::LARGE } else { Tile::PORTABLE }
+        if !self.tuning.cpu && shared >= Tile::LARGE.shared_bytes() {
+            Tile::LARGE
+        } else {
+            Tile::PORTABLE
+        }
     }
 
     /// The kernel variant choices in force.
@@ -203,9 +214,7 @@ impl Gpu {
             let _ = tx.send(r);
         });
         #[cfg(not(target_arch = "wasm32"))]
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
         rx.await
             .map_err(|_| Error::Gpu("the readback was dropped (device lost?)".into()))?
             .map_err(|e| Error::Gpu(format!("could not map the readback buffer: {e}")))?;

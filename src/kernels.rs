@@ -249,15 +249,9 @@ pub fn compose(key: &PipelineKey) -> String {
     let mut s = format!("// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
-        Geometry::Rows { tpr, tokens } => {
-            s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr)
-        }
-        Geometry::Tile(t) => {
-            s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn)
-        }
-        Geometry::Attention { head_dim, tpq, bkv } => {
-            s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n")
-        }
+        Geometry::Rows { tpr, tokens } => s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr),
+        Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
+        Geometry::Attention { head_dim, tpq, bkv } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
     }
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
         s += include_str!("../shaders/formats/common.wgsl");

@@ -8,29 +8,29 @@
 //! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward). [`reference`] is a plain-Rust
 //! f64 forward pass used to check the GPU.
 
-pub mod error;
-pub mod gguf;
-pub mod ggml;
-pub mod config;
-pub mod gpu;
-pub mod kernels;
-pub mod rope;
-pub mod weights;
-pub mod program;
-pub mod linear;
-pub mod ops;
 pub mod attention;
-pub mod moe;
-pub mod llama;
-pub mod oneshot;
-pub mod reference;
-pub mod vocab;
-pub mod synth;
-pub mod probe;
-#[cfg(target_arch = "wasm32")]
-pub mod web;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
+pub mod config;
+pub mod error;
+pub mod ggml;
+pub mod gguf;
+pub mod gpu;
+pub mod kernels;
+pub mod linear;
+pub mod llama;
+pub mod moe;
+pub mod oneshot;
+pub mod ops;
+pub mod probe;
+pub mod program;
+pub mod reference;
+pub mod rope;
+pub mod synth;
+pub mod vocab;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
+pub mod weights;
 
 pub use config::Config;
 pub use error::{Error, Result};

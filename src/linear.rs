@@ -129,16 +129,7 @@ impl Builder<'_> {
         self.linear(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false });
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
-            let params = LinearParams {
-                rows: part.rows,
-                cols: w.cols,
-                x_stride: d,
-                y_stride: vocab,
-                y0: part.row_start,
-                accumulate: 0,
-                last_only: 1,
-                pad: 0,
-            };
+            let params = LinearParams { rows: part.rows, cols: w.cols, x_stride: d, y_stride: vocab, y0: part.row_start, accumulate: 0, last_only: 1, pad: 0 };
             let p = self.uniform("head", &params);
             let step = self.step.clone();
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: 1 }), &[&p, &step, &part.buffer, x, logits]);

@@ -211,11 +211,7 @@ impl Llama {
             return Err(Error::Input(format!("token id {t} at index {i} is out of range (vocab {})", self.config.vocab)));
         }
         if start_pos as u64 + tokens.len() as u64 > self.config.ctx as u64 {
-            return Err(Error::Input(format!(
-                "past the context: startPos {start_pos} + {} tokens > ctx {}",
-                tokens.len(),
-                self.config.ctx
-            )));
+            return Err(Error::Input(format!("past the context: startPos {start_pos} + {} tokens > ctx {}", tokens.len(), self.config.ctx)));
         }
         let filled = self.filled.get();
         if start_pos > filled {
@@ -338,7 +334,9 @@ impl Llama {
         queries.destroy();
         self.filled.set(self.filled.get().max(pos0 + n));
         let period = self.gpu.queue.get_timestamp_period() as f64 * 1e-9;
-        Ok(Some(list.iter().enumerate().map(|(i, d)| (d.variant.key.label(), ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period, d.bytes)).collect()))
+        Ok(Some(
+            list.iter().enumerate().map(|(i, d)| (d.variant.key.label(), ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period, d.bytes)).collect(),
+        ))
     }
 
     /// Gives a read (and unmapped) readback buffer back to the pool (a few one-row buffers are

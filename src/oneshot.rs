@@ -102,7 +102,8 @@ fn time(_: &Gpu, _: &Builder, _: &Batch, _: u32) -> Result<(f64, Option<f64>)> {
 #[cfg(not(target_arch = "wasm32"))]
 fn time(gpu: &Gpu, b: &Builder, batch: &Batch, repeats: u32) -> Result<(f64, Option<f64>)> {
     let timed = gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
-    let queries = timed.then(|| gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("op timestamps"), ty: wgpu::QueryType::Timestamp, count: 2 }));
+    let queries =
+        timed.then(|| gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("op timestamps"), ty: wgpu::QueryType::Timestamp, count: 2 }));
     let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("op timestamps"),
         size: 16,
@@ -118,7 +119,11 @@ fn time(gpu: &Gpu, b: &Builder, batch: &Batch, repeats: u32) -> Result<(f64, Opt
         let t = std::time::Instant::now();
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         {
-            let timestamp_writes = queries.as_ref().map(|q| wgpu::ComputePassTimestampWrites { query_set: q, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
+            let timestamp_writes = queries.as_ref().map(|q| wgpu::ComputePassTimestampWrites {
+                query_set: q,
+                beginning_of_pass_write_index: Some(0),
+                end_of_pass_write_index: Some(1),
+            });
             let mut cp = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
             for _ in 0..repeats {
                 b.program.record(&mut cp, batch);
@@ -156,7 +161,14 @@ fn time(gpu: &Gpu, b: &Builder, batch: &Batch, repeats: u32) -> Result<(f64, Opt
 /// [`Error::TooLarge`] when a row exceeds one binding; read errors of `src`; [`Error::Gpu`].
 #[allow(clippy::too_many_arguments)]
 pub async fn linear_timed(
-    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, rows: u32, cols: u32, x: &[f32], repeats: u32,
+    gpu: &Gpu,
+    src: &dyn TensorSource,
+    ty: GgmlType,
+    offset: u64,
+    rows: u32,
+    cols: u32,
+    x: &[f32],
+    repeats: u32,
 ) -> Result<(Vec<f32>, Option<(f64, Option<f64>)>)> {
     let n = tokens_of("x", x.len(), cols)?;
     let (mut out, t) = run(gpu, src, batch(n, 0, 1), repeats, |ld, b| {
@@ -205,7 +217,16 @@ pub async fn embed(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64,
 /// As [`linear`]; [`Error::Input`] when a pick is not below `experts` or lengths disagree.
 #[allow(clippy::too_many_arguments)]
 pub async fn matvec_exp(
-    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32, k: u32, sel: &[u32], x: &[f32],
+    gpu: &Gpu,
+    src: &dyn TensorSource,
+    ty: GgmlType,
+    offset: u64,
+    experts: u32,
+    rows: u32,
+    cols: u32,
+    k: u32,
+    sel: &[u32],
+    x: &[f32],
 ) -> Result<Vec<f32>> {
     let n = tokens_of("x", x.len(), cols)?;
     check_len("sel", sel.len(), n as u64 * k as u64)?;
@@ -231,8 +252,18 @@ pub async fn matvec_exp(
 /// As [`matvec_exp`]; [`Error::Input`] for wrong `gate`, `h` or `y0` lengths.
 #[allow(clippy::too_many_arguments)]
 pub async fn moe_down(
-    gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32, k: u32, sel: &[u32], gate: &[f32],
-    h: &[f32], y0: &[f32],
+    gpu: &Gpu,
+    src: &dyn TensorSource,
+    ty: GgmlType,
+    offset: u64,
+    experts: u32,
+    rows: u32,
+    cols: u32,
+    k: u32,
+    sel: &[u32],
+    gate: &[f32],
+    h: &[f32],
+    y0: &[f32],
 ) -> Result<Vec<f32>> {
     let n = tokens_of("y0", y0.len(), rows)?;
     check_len("sel", sel.len(), n as u64 * k as u64)?;
@@ -347,7 +378,14 @@ pub async fn rope_kv(gpu: &Gpu, cfg: &Config, freqs: Option<&[f32]>, qkv: &[f32]
 /// [`crate::attention::SPLIT_MAX_TOKENS`] tokens.
 #[allow(clippy::too_many_arguments)]
 pub async fn attention_timed(
-    gpu: &Gpu, cfg: &Config, qkv: &[f32], pos0: u32, k_cache: &[f32], v_cache: &[f32], splits: u32, repeats: u32,
+    gpu: &Gpu,
+    cfg: &Config,
+    qkv: &[f32],
+    pos0: u32,
+    k_cache: &[f32],
+    v_cache: &[f32],
+    splits: u32,
+    repeats: u32,
 ) -> Result<(Vec<f32>, Option<(f64, Option<f64>)>)> {
     let qs = cfg.q_dim() + 2 * cfg.kv_dim();
     let n = tokens_of("qkv", qkv.len(), qs)?;

@@ -44,9 +44,10 @@ fn shape_of(t: &TensorInfo) -> Result<(u32, u32)> {
 
 /// Whole rows of `t` per chunk of about [`CHUNK_BYTES`] raw bytes (at least one).
 fn rows_per_chunk(t: &TensorInfo, cols: u32) -> Result<(u64, u64)> {
-    let row_bytes = t.ggml_type.tensor_bytes(cols as u64).ok_or_else(|| {
-        Error::Malformed(format!("tensor {}: rows of {cols} elements are not whole {} blocks", t.name, t.ggml_type.name()))
-    })?;
+    let row_bytes = t
+        .ggml_type
+        .tensor_bytes(cols as u64)
+        .ok_or_else(|| Error::Malformed(format!("tensor {}: rows of {cols} elements are not whole {} blocks", t.name, t.ggml_type.name())))?;
     Ok((row_bytes, (CHUNK_BYTES / row_bytes.max(1)).max(1)))
 }
 

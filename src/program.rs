@@ -116,8 +116,11 @@ impl Program {
     pub fn record_timed<'p>(&'p self, enc: &mut wgpu::CommandEncoder, batch: &Batch, queries: &wgpu::QuerySet) -> Vec<Dispatch<'p>> {
         let list = self.dispatches(batch);
         for (i, d) in list.iter().enumerate() {
-            let timestamp_writes =
-                Some(wgpu::ComputePassTimestampWrites { query_set: queries, beginning_of_pass_write_index: Some(2 * i as u32), end_of_pass_write_index: Some(2 * i as u32 + 1) });
+            let timestamp_writes = Some(wgpu::ComputePassTimestampWrites {
+                query_set: queries,
+                beginning_of_pass_write_index: Some(2 * i as u32),
+                end_of_pass_write_index: Some(2 * i as u32 + 1),
+            });
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
             pass.set_pipeline(&d.variant.pipeline);
             pass.set_bind_group(0, &d.variant.bind, &[]);

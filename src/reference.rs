@@ -72,12 +72,7 @@ impl Reference {
             t.insert(name, out.into_iter().map(f64::from).collect());
         }
         let kv = (cfg.ctx * cfg.kv_dim()) as usize;
-        Ok(Reference {
-            cfg: cfg.clone(),
-            t,
-            kc: vec![vec![0.0; kv]; cfg.n_layers as usize],
-            vc: vec![vec![0.0; kv]; cfg.n_layers as usize],
-        })
+        Ok(Reference { cfg: cfg.clone(), t, kc: vec![vec![0.0; kv]; cfg.n_layers as usize], vc: vec![vec![0.0; kv]; cfg.n_layers as usize] })
     }
 
     fn w(&self, name: &str) -> &[f64] {
@@ -107,9 +102,8 @@ impl Reference {
             for h in 0..c.n_heads as usize {
                 let ko = (h / group) * hd;
                 let qh = &q[h * hd..(h + 1) * hd];
-                let scores: Vec<f64> = (0..=p)
-                    .map(|t| qh.iter().zip(&self.kc[l][t * kvd + ko..]).map(|(a, b)| a * b).sum::<f64>() / (hd as f64).sqrt())
-                    .collect();
+                let scores: Vec<f64> =
+                    (0..=p).map(|t| qh.iter().zip(&self.kc[l][t * kvd + ko..]).map(|(a, b)| a * b).sum::<f64>() / (hd as f64).sqrt()).collect();
                 let mx = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let e: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
                 let z: f64 = e.iter().sum();

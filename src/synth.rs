@@ -45,8 +45,21 @@ impl Shape {
     /// A dense model with the common defaults (untied, theta 10000, ctx 2048).
     pub fn dense(d: u32, n_layers: u32, n_heads: u32, n_kv_heads: u32, ff: u32, vocab: u32) -> Shape {
         Shape {
-            d, n_layers, n_heads, n_kv_heads, head_dim: None, n_rot: None, ff, vocab, experts: 0, topk: 0,
-            tied: false, rope_freqs: false, rope_scale: None, theta: 10000.0, ctx: 2048,
+            d,
+            n_layers,
+            n_heads,
+            n_kv_heads,
+            head_dim: None,
+            n_rot: None,
+            ff,
+            vocab,
+            experts: 0,
+            topk: 0,
+            tied: false,
+            rope_freqs: false,
+            rope_scale: None,
+            theta: 10000.0,
+            ctx: 2048,
         }
     }
 

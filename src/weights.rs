@@ -238,12 +238,7 @@ impl<'a> Loader<'a> {
     fn buffer(&mut self, label: &str, size: u64) -> Result<wgpu::Buffer> {
         let size = size.max(16).next_multiple_of(16);
         if size > self.max_binding {
-            return Err(Error::TooLarge {
-                tensor: label.to_string(),
-                bytes: size,
-                limit: self.max_binding,
-                limit_name: "maxStorageBufferBindingSize",
-            });
+            return Err(Error::TooLarge { tensor: label.to_string(), bytes: size, limit: self.max_binding, limit_name: "maxStorageBufferBindingSize" });
         }
         let b = self.gpu.storage(label, size);
         self.gpu_bytes += b.size();

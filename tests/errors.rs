@@ -25,10 +25,7 @@ fn tiny_with(kv: &[(&str, Value)], drop: &str, extra: &[(&str, &[u64])]) -> Vec<
         ("llama.feed_forward_length".into(), Value::U32(16)),
         ("llama.attention.head_count".into(), Value::U32(2)),
         ("llama.attention.head_count_kv".into(), Value::U32(1)),
-        (
-            "llama.attention.layer_norm_rms_epsilon".into(),
-            Value::F32(1e-5),
-        ),
+        ("llama.attention.layer_norm_rms_epsilon".into(), Value::F32(1e-5)),
         ("llama.context_length".into(), Value::U32(32)),
         ("llama.vocab_size".into(), Value::U32(10)),
     ];
@@ -43,15 +40,8 @@ fn tiny_with(kv: &[(&str, Value)], drop: &str, extra: &[(&str, &[u64])]) -> Vec<
     let mut t = |name: &str, dims: &[u64]| {
         if name != drop {
             let n: u64 = dims.iter().product();
-            let vals: Vec<f32> = (0..n)
-                .map(|i| ((i * 37 % 11) as f32 - 5.0) / 10.0)
-                .collect();
-            w.tensor(
-                name,
-                dims,
-                GgmlType::F32,
-                bytemuck::cast_slice(&vals).to_vec(),
-            );
+            let vals: Vec<f32> = (0..n).map(|i| ((i * 37 % 11) as f32 - 5.0) / 10.0).collect();
+            w.tensor(name, dims, GgmlType::F32, bytemuck::cast_slice(&vals).to_vec());
         }
     };
     t("token_embd.weight", &[8, 10]);
@@ -79,41 +69,21 @@ fn config_err(bytes: &[u8]) -> Error {
 #[test]
 fn tiny_model_is_valid() {
     let c = Config::from_gguf(&Gguf::parse(tiny(&[], "").as_slice()).unwrap(), None).unwrap();
-    assert_eq!(
-        (
-            c.d,
-            c.n_heads,
-            c.n_kv_heads,
-            c.head_dim,
-            c.ctx,
-            c.vocab,
-            c.ff
-        ),
-        (8, 2, 1, 4, 32, 10, 16)
-    );
+    assert_eq!((c.d, c.n_heads, c.n_kv_heads, c.head_dim, c.ctx, c.vocab, c.ff), (8, 2, 1, 4, 32, 10, 16));
     assert_eq!(c.theta, 10000.0, "default RoPE base");
 }
 
 #[test]
 fn non_llama_architecture() {
-    let e = config_err(&tiny(
-        &[("general.architecture", Value::Str("qwen2".into()))],
-        "",
-    ));
+    let e = config_err(&tiny(&[("general.architecture", Value::Str("qwen2".into()))], ""));
     assert!(matches!(e, Error::UnsupportedArchitecture(_)));
-    assert!(
-        e.to_string().contains("WebGPU path: llama GGUFs only") && e.to_string().contains("qwen2"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("WebGPU path: llama GGUFs only") && e.to_string().contains("qwen2"), "{e}");
 }
 
 #[test]
 fn expert_limits_keep_the_seed_message() {
     for (e, k) in [(257, 2), (8, 17)] {
-        let kv = [
-            ("llama.expert_count", Value::U32(e)),
-            ("llama.expert_used_count", Value::U32(k)),
-        ];
+        let kv = [("llama.expert_count", Value::U32(e)), ("llama.expert_used_count", Value::U32(k))];
         // The router's presence marks an MoE model.
         let bytes = tiny_with(&kv, "", &[("blk.0.ffn_gate_inp.weight", &[8, e as u64])]);
         let err = config_err(&bytes);
@@ -134,12 +104,7 @@ fn rewrite(model: &[u8], kv: &[(&str, Value)]) -> Vec<u8> {
         w.kv(k, v.clone());
     }
     for t in &g.tensors {
-        w.tensor(
-            &t.name,
-            &t.dims,
-            t.ggml_type,
-            model[t.offset as usize..(t.offset + t.n_bytes) as usize].to_vec(),
-        );
+        w.tensor(&t.name, &t.dims, t.ggml_type, model[t.offset as usize..(t.offset + t.n_bytes) as usize].to_vec());
     }
     w.to_bytes()
 }
@@ -162,13 +127,7 @@ fn per_layer_arrays_of_equal_values_load_as_llama_cpp_reads_them() {
         ],
     );
     let g = Gguf::parse(arrays.as_slice()).unwrap();
-    assert!(
-        g.get("llama.attention.head_count_kv")
-            .unwrap()
-            .as_array()
-            .is_some(),
-        "the rewrite holds arrays"
-    );
+    assert!(g.get("llama.attention.head_count_kv").unwrap().as_array().is_some(), "the rewrite holds arrays");
     let c = Config::from_gguf(&g, None).unwrap();
     assert_eq!((c.n_heads, c.n_kv_heads, c.ff, c.n_layers), (8, 4, 172, 5));
     // Same logits as the reference.
@@ -180,112 +139,45 @@ fn per_layer_arrays_of_equal_values_load_as_llama_cpp_reads_them() {
     llama.dispose();
 
     // Unequal values, and an array whose length is not the layer count, are named.
-    let e = config_err(&rewrite(
-        &model,
-        &[(
-            "llama.attention.head_count_kv",
-            Value::Array([4, 4, 2, 4, 4].map(Value::U32).to_vec()),
-        )],
-    ));
+    let e = config_err(&rewrite(&model, &[("llama.attention.head_count_kv", Value::Array([4, 4, 2, 4, 4].map(Value::U32).to_vec()))]));
     assert!(matches!(e, Error::Config(_)), "{e}");
-    assert!(
-        e.to_string()
-            .contains("llama.attention.head_count_kv differs between layers ([4, 4, 2, 4, 4])"),
-        "{e}"
-    );
-    let e = config_err(&rewrite(
-        &model,
-        &[("llama.feed_forward_length", per_layer(172, 3))],
-    ));
-    assert!(
-        e.to_string()
-            .contains("llama.feed_forward_length is an array of 3 values but there are 5 layers"),
-        "{e}"
-    );
-    let e = config_err(&rewrite(
-        &model,
-        &[(
-            "llama.attention.head_count",
-            Value::Array(vec![Value::Str("8".into()); 5]),
-        )],
-    ));
-    assert!(
-        e.to_string()
-            .contains("llama.attention.head_count must hold non-negative integers"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("llama.attention.head_count_kv differs between layers ([4, 4, 2, 4, 4])"), "{e}");
+    let e = config_err(&rewrite(&model, &[("llama.feed_forward_length", per_layer(172, 3))]));
+    assert!(e.to_string().contains("llama.feed_forward_length is an array of 3 values but there are 5 layers"), "{e}");
+    let e = config_err(&rewrite(&model, &[("llama.attention.head_count", Value::Array(vec![Value::Str("8".into()); 5]))]));
+    assert!(e.to_string().contains("llama.attention.head_count must hold non-negative integers"), "{e}");
 }
 
 #[test]
 fn a_moe_file_without_its_expert_tensors_names_the_missing_tensor() {
     // The router marks a MoE model; no expert_feed_forward_length, no expert stacks.
-    let kv = [
-        ("llama.expert_count", Value::U32(4)),
-        ("llama.expert_used_count", Value::U32(2)),
-    ];
-    let e = config_err(&tiny_with(
-        &kv,
-        "",
-        &[("blk.0.ffn_gate_inp.weight", &[8, 4])],
-    ));
-    assert!(
-        matches!(&e, Error::MissingTensor(t) if t.starts_with("blk.0.ffn_gate_exps.weight")),
-        "{e}"
-    );
-    assert!(
-        e.to_string()
-            .contains("missing tensor blk.0.ffn_gate_exps.weight"),
-        "{e}"
-    );
+    let kv = [("llama.expert_count", Value::U32(4)), ("llama.expert_used_count", Value::U32(2))];
+    let e = config_err(&tiny_with(&kv, "", &[("blk.0.ffn_gate_inp.weight", &[8, 4])]));
+    assert!(matches!(&e, Error::MissingTensor(t) if t.starts_with("blk.0.ffn_gate_exps.weight")), "{e}");
+    assert!(e.to_string().contains("missing tensor blk.0.ffn_gate_exps.weight"), "{e}");
     // With the expert width in the metadata, the first absent stack is named too.
-    let kv = [
-        kv[0].clone(),
-        kv[1].clone(),
-        ("llama.expert_feed_forward_length", Value::U32(16)),
-    ];
-    let e = config_err(&tiny_with(
-        &kv,
-        "",
-        &[("blk.0.ffn_gate_inp.weight", &[8, 4])],
-    ));
+    let kv = [kv[0].clone(), kv[1].clone(), ("llama.expert_feed_forward_length", Value::U32(16))];
+    let e = config_err(&tiny_with(&kv, "", &[("blk.0.ffn_gate_inp.weight", &[8, 4])]));
     assert_eq!(e, Error::MissingTensor("blk.0.ffn_gate_exps.weight".into()));
 }
 
 #[test]
 fn heads_must_divide() {
     let e = config_err(&tiny(&[("llama.attention.head_count", Value::U32(3))], ""));
-    assert!(
-        e.to_string().contains("3 heads do not divide the width 8"),
-        "{e}"
-    );
-    let e = config_err(&tiny(
-        &[
-            ("llama.attention.head_count_kv", Value::U32(3)),
-            ("llama.attention.head_count", Value::U32(4)),
-        ],
-        "",
-    ));
-    assert!(
-        e.to_string().contains("3 KV heads do not divide 4 heads"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("3 heads do not divide the width 8"), "{e}");
+    let e = config_err(&tiny(&[("llama.attention.head_count_kv", Value::U32(3)), ("llama.attention.head_count", Value::U32(4))], ""));
+    assert!(e.to_string().contains("3 KV heads do not divide 4 heads"), "{e}");
 }
 
 #[test]
 fn missing_metadata_and_tensors() {
-    let e = config_err(&tiny(
-        &[("llama.block_count", Value::Str("one".into()))],
-        "",
-    ));
+    let e = config_err(&tiny(&[("llama.block_count", Value::Str("one".into()))], ""));
     assert!(e.to_string().contains("llama.block_count"), "{e}");
     let e = config_err(&tiny(&[], "blk.0.attn_k.weight"));
     assert_eq!(e, Error::MissingTensor("blk.0.attn_k.weight".into()));
     // A vocab that disagrees with the embedding's element count.
     let e = config_err(&tiny(&[("llama.vocab_size", Value::U32(11))], ""));
-    assert!(
-        matches!(&e, Error::TensorShape { tensor, .. } if tensor == "token_embd.weight"),
-        "{e}"
-    );
+    assert!(matches!(&e, Error::TensorShape { tensor, .. } if tensor == "token_embd.weight"), "{e}");
 }
 
 #[test]
@@ -306,10 +198,7 @@ fn forward_argument_errors() {
     assert!(msg(&[1], 4).contains("startPos 4 leaves a gap: only positions 0..3"));
     assert_eq!(block_on(llama.forward(&[1, 2, 3], 3)).unwrap().len(), 10);
     llama.dispose();
-    assert_eq!(
-        block_on(llama.forward(&[1], 0)).unwrap_err(),
-        Error::Disposed
-    );
+    assert_eq!(block_on(llama.forward(&[1], 0)).unwrap_err(), Error::Disposed);
 }
 
 #[test]
@@ -323,31 +212,18 @@ fn tensor_too_large_for_a_binding_names_it_and_the_limit() {
     let e = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(1), ..Default::default() }).err().expect("must not load");
     let s = e.to_string();
     assert!(matches!(e, Error::TooLarge { .. }), "{s}");
-    assert!(
-        s.contains("token_embd.weight")
-            && s.contains("maxStorageBufferBindingSize")
-            && s.contains("40"),
-        "{s}"
-    );
+    assert!(s.contains("token_embd.weight") && s.contains("maxStorageBufferBindingSize") && s.contains("40"), "{s}");
     // The default 32-position KV cache (512 bytes) is refused first, before any upload.
-    let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default())
-        .err()
-        .expect("must not load");
+    let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
     assert!(e.to_string().contains("KV cache needs 512 bytes"), "{e}");
 }
 
 #[test]
 fn not_a_gguf_and_truncated() {
     let e = Gguf::parse(b"PK\x03\x04 this is a zip".as_slice()).unwrap_err();
-    assert!(
-        matches!(e, Error::BadMagic(_)) && e.to_string().contains("not a GGUF"),
-        "{e}"
-    );
+    assert!(matches!(e, Error::BadMagic(_)) && e.to_string().contains("not a GGUF"), "{e}");
     let bytes = tiny(&[], "");
     let cut = &bytes[..bytes.len() - 10];
     let e = Gguf::parse(cut).unwrap_err();
-    assert!(
-        e.to_string().contains("outside the file") || e.to_string().contains("truncated"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("outside the file") || e.to_string().contains("truncated"), "{e}");
 }

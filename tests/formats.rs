@@ -14,9 +14,9 @@ mod common;
 use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
-use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::kernels::Tile;
 use webgpu_llama::linear::threads_per_row;
+use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
 use webgpu_llama::{oneshot, Gguf, Gpu, Llama, LoadOptions};
 
@@ -120,7 +120,13 @@ fn check_linear(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, n: u32, lead: usi
     let src = placed(&w, lead, trail, rng);
     let got = block_on(oneshot::linear(gpu, &src, ty, lead as u64, rows, cols, &x)).unwrap();
     let t = gpu.tuning();
-    let shape = format!("binding {}, {} threads per row, matvec up to {} tokens, tile {:?}", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols), t.matvec_max_tokens, t.tile);
+    let shape = format!(
+        "binding {}, {} threads per row, matvec up to {} tokens, tile {:?}",
+        gpu.max_binding(),
+        threads_per_row(gpu, ty, rows, cols),
+        t.matvec_max_tokens,
+        t.tile
+    );
     let want: Vec<(f64, f64)> = x.chunks(cols as usize).flat_map(|xi| reference(ty, &w, rows, cols, xi)).collect();
     assert_rows(&format!("{ty} linear {rows}x{cols}, {n} tokens, at +{lead} ({shape})"), &got, &want);
 }
@@ -152,11 +158,13 @@ fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, n:
     let picks = [experts - 1, 0, experts / 2];
     let sel: Vec<u32> = (0..n).flat_map(|i| (0..K).map(move |j| picks[((i + j) % K) as usize])).collect();
     let expert = |e: u32| &w[e as usize * eb..(e as usize + 1) * eb];
-    let what = format!("{ty} {experts} experts {rows}x{cols}, {n} tokens (binding {}, {} threads per row)", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols));
+    let what =
+        format!("{ty} {experts} experts {rows}x{cols}, {n} tokens (binding {}, {} threads per row)", gpu.max_binding(), threads_per_row(gpu, ty, rows, cols));
 
     let x: Vec<f32> = (0..n * cols).map(|_| rng.uniform()).collect();
     let got = block_on(oneshot::matvec_exp(gpu, &src, ty, 6, experts, rows, cols, K, &sel, &x)).unwrap();
-    let want: Vec<(f64, f64)> = sel.iter().enumerate().flat_map(|(i, &e)| reference(ty, expert(e), rows, cols, &x[i / K as usize * cols as usize..][..cols as usize])).collect();
+    let want: Vec<(f64, f64)> =
+        sel.iter().enumerate().flat_map(|(i, &e)| reference(ty, expert(e), rows, cols, &x[i / K as usize * cols as usize..][..cols as usize])).collect();
     assert_rows(&format!("{what} matvec_exp"), &got, &want);
 
     let h: Vec<f32> = (0..n * K * cols).map(|_| rng.uniform()).collect();
@@ -286,7 +294,8 @@ fn assert_within_10_percent(name: &str, (on_gpu, in_file): (u64, u64)) {
 #[test]
 fn weights_within_10_percent_of_file_shared_models() {
     let dir = shared().join("models");
-    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "gguf")).collect();
+    let mut names: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "gguf")).collect();
     names.sort();
     assert!(names.len() >= 10, "expected the shared models in {}", dir.display());
     names.push(model_path("SmolLM2-135M-Instruct.Q4_1.gguf"));
@@ -361,8 +370,12 @@ fn bench_matvec_formats() {
                 let n = rows as f64 * cols as f64;
                 println!(
                     "{ty:>5} {rows:>6}x{cols:<5} tpr {:>2}: {:>9.1} us, {:>7.2} Gweights/s, {:>7.1} GB/s of stored weights ({}; wall {:.1} us)",
-                    threads_per_row(&g, ty, rows, cols), s * 1e6, n / s / 1e9, w.len() as f64 / s / 1e9,
-                    if on_gpu.is_some() { "GPU timestamps" } else { "wall clock" }, wall * 1e6
+                    threads_per_row(&g, ty, rows, cols),
+                    s * 1e6,
+                    n / s / 1e9,
+                    w.len() as f64 / s / 1e9,
+                    if on_gpu.is_some() { "GPU timestamps" } else { "wall clock" },
+                    wall * 1e6
                 );
             }
         }

@@ -2,6 +2,8 @@
 //! GGML type tests: the type table, hand-built blocks of all 13 types checked against values
 //! computed here from the documented formulas (ggml-common.h / ggml-quants.c), quantise ->
 //! dequantise error bounds, and the real models in `../shared/models`.
+// Reference loops index several arrays per index, as ggml-quants.c does.
+#![allow(clippy::needless_range_loop)]
 
 use half::f16;
 use std::path::PathBuf;
@@ -298,7 +300,17 @@ fn q5_1_elements() {
 #[test]
 fn q8_0_elements() {
     let mut b = h(0.125).to_vec();
-    let qs: Vec<i8> = (0..32).map(|j| if j == 0 { -128 } else if j == 1 { 127 } else { j as i8 - 16 }).collect();
+    let qs: Vec<i8> = (0..32)
+        .map(|j| {
+            if j == 0 {
+                -128
+            } else if j == 1 {
+                127
+            } else {
+                j as i8 - 16
+            }
+        })
+        .collect();
     b.extend(qs.iter().map(|&q| q as u8));
     let y = deq(Q8_0, &b);
     assert_eq!((y[0], y[1], y[16], y[31]), (-16.0, 15.875, 0.0, 1.875));
@@ -526,7 +538,7 @@ fn reference_quantisers_produce_ggml_bytes() {
     // q_j = (i8)(x_j / 2 + 8.5) = (j + 1) / 2, clamped to 15 (only j = 31 is clamped).
     let x: Vec<f32> = (0..32).map(|j| j as f32 - 16.0).collect();
     let q = quantize(Q4_0, &x).unwrap();
-    let qj = |j: usize| ((j + 1) / 2).min(15) as u8;
+    let qj = |j: usize| j.div_ceil(2).min(15) as u8;
     let mut want = h(2.0).to_vec();
     want.extend((0..16).map(|j| qj(j) | (qj(j + 16) << 4)));
     assert_eq!(q, want);
@@ -571,11 +583,7 @@ fn error_bound(ty: GgmlType, x: &[f32]) -> f32 {
     let hi = x.iter().fold(f32::MIN, |a, &b| a.max(b));
     let range = hi - lo;
     // K-quants: the widest sub-block range with the min pinned to <= 0 (as ggml's K-quants do).
-    let k_range = |sub: usize| {
-        x.chunks(sub)
-            .map(|c| c.iter().fold(f32::MIN, |a, &b| a.max(b)) - c.iter().fold(0.0f32, |a, &b| a.min(b)))
-            .fold(0.0, f32::max)
-    };
+    let k_range = |sub: usize| x.chunks(sub).map(|c| c.iter().fold(f32::MIN, |a, &b| a.max(b)) - c.iter().fold(0.0f32, |a, &b| a.min(b))).fold(0.0, f32::max);
     // f16 rounding of d (and m): relative 2^-11 for normal f16, absolute 2^-25 once d is an
     // f16 subnormal (below 6.1e-5, i.e. blocks with amax under ~0.008 for Q8_0), times the
     // number of steps.
@@ -613,7 +621,7 @@ fn test_signal() -> Vec<f32> {
     for (i, scale) in [1.0f32, 1e-3, 100.0, 0.5, 7.0, 1.0, 3.0, 0.01].into_iter().enumerate() {
         for k in 0..256 {
             let v = match i {
-                3 => 0.25,              // constant
+                3 => 0.25,                    // constant
                 4 => -rng.unit().abs() - 0.5, // all negative
                 6 => rng.unit().abs() + 2.0,  // all positive
                 _ => rng.unit() + if k == 77 { 9.0 } else { 0.0 },

@@ -106,10 +106,7 @@ fn every_value() -> Vec<(String, Value)> {
         ("t.arr.i64", Array(vec![I64(-(1 << 40))])),
         ("t.arr.f64", Array(vec![F64(-0.5), F64(1e300)])),
         ("t.arr.empty", Array(vec![])),
-        (
-            "t.arr.arr",
-            Array(vec![Array(vec![U8(1), U8(2)]), Array(vec![]), Array(vec![Str("x".into())])]),
-        ),
+        ("t.arr.arr", Array(vec![Array(vec![U8(1), U8(2)]), Array(vec![]), Array(vec![Str("x".into())])])),
         ("t.arr.arr.empty", Array(vec![Array(vec![]), Array(vec![])])),
         ("t.arr.deep", nested(8)),
     ];
@@ -166,12 +163,7 @@ impl ByteSource for FileSource {
         use std::os::unix::fs::FileExt;
         self.reads.set(self.reads.get() + 1);
         self.largest.set(self.largest.get().max(buf.len() as u64));
-        self.file.read_exact_at(buf, offset).map_err(|_| Error::Truncated {
-            what: "file read".into(),
-            at: offset,
-            need: buf.len() as u64,
-            len: self.len,
-        })
+        self.file.read_exact_at(buf, offset).map_err(|_| Error::Truncated { what: "file read".into(), at: offset, need: buf.len() as u64, len: self.len })
     }
 }
 
@@ -624,10 +616,7 @@ fn tensor_data_outside_the_file_is_rejected() {
     r.tensor_info("w", &[8], 0, 1024).data(32, 32);
     let len = r.0.len();
     let start = len - 32 + 1024;
-    assert_contains(
-        &malformed(&r.0),
-        &["\"w\"", &format!("data [{start}, {}) is outside the file (len {len})", start + 32)],
-    );
+    assert_contains(&malformed(&r.0), &["\"w\"", &format!("data [{start}, {}) is outside the file (len {len})", start + 32)]);
     // Offsets near u64::MAX must not overflow.
     let mut r = Raw::header(3, 1, 0);
     r.tensor_info("w", &[8], 0, u64::MAX - 31).data(32, 32);

@@ -203,7 +203,8 @@ fn attention_reference(cfg: &Config, qkv: &[f32], pos0: u32, kc: &[f32], vc: &[f
         for h in 0..cfg.n_heads as usize {
             let ko = (h / group) * hd;
             let qh = &row[h * hd..(h + 1) * hd];
-            let s: Vec<f64> = (0..=p).map(|j| qh.iter().zip(&kc[j * kv + ko..]).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() / (hd as f64).sqrt()).collect();
+            let s: Vec<f64> =
+                (0..=p).map(|j| qh.iter().zip(&kc[j * kv + ko..]).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() / (hd as f64).sqrt()).collect();
             let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
             let z: f64 = e.iter().sum();
@@ -281,7 +282,12 @@ fn perf() {
                 let (wall, on_gpu) = t.expect("timed");
                 let s = on_gpu.unwrap_or(wall);
                 let flops = 2.0 * rows as f64 * cols as f64 * n as f64;
-                println!("linear {ty:>5} {rows:>5}x{cols:<5} T={n:<4} {:>9.1} us {:>8.1} GFLOP/s {:>7.1} GB/s of weights", s * 1e6, flops / s / 1e9, bytes.len() as f64 / s / 1e9);
+                println!(
+                    "linear {ty:>5} {rows:>5}x{cols:<5} T={n:<4} {:>9.1} us {:>8.1} GFLOP/s {:>7.1} GB/s of weights",
+                    s * 1e6,
+                    flops / s / 1e9,
+                    bytes.len() as f64 / s / 1e9
+                );
             }
         }
     }

@@ -139,23 +139,14 @@ macro_rules! case {
 
 const F32: Case = case!("stories260K-f32", "stories260K.gguf");
 const Q8_0: Case = case!("stories260K-q8_0", "stories260K-Q8_0.gguf");
-const MOE_Q8_0: Case = case!(
-    "stories260K-moe4x-top2-q8_0",
-    "stories260K-moe4x-top2-Q8_0.gguf"
-);
-const PAD256_Q4_K_M: Case = case!(
-    "stories260K-pad256-q4_k_m",
-    "stories260K-pad256-Q4_K_M.gguf"
-);
+const MOE_Q8_0: Case = case!("stories260K-moe4x-top2-q8_0", "stories260K-moe4x-top2-Q8_0.gguf");
+const PAD256_Q4_K_M: Case = case!("stories260K-pad256-q4_k_m", "stories260K-pad256-Q4_K_M.gguf");
 /// The other stories260K cases, so that every shared case but SmolLM2 (too slow on SwiftShader:
 /// it runs natively and in the demo) also passes in the browser.
 const OTHERS: [Case; 7] = [
     case!("stories260K-f16", "stories260K-F16.gguf"),
     case!("stories260K-f32-long300", "stories260K.gguf"),
-    case!(
-        "stories260K-moe4x-top2-f32",
-        "stories260K-moe4x-top2-F32.gguf"
-    ),
+    case!("stories260K-moe4x-top2-f32", "stories260K-moe4x-top2-F32.gguf"),
     case!("stories260K-pad256-f16", "stories260K-pad256-F16.gguf"),
     case!("stories260K-pad256-q4_0", "stories260K-pad256-Q4_0.gguf"),
     case!("stories260K-pad256-q6_k", "stories260K-pad256-Q6_K.gguf"),
@@ -166,43 +157,22 @@ const OTHERS: [Case; 7] = [
 const TOLERANCE: f32 = 2e-3;
 
 fn ints(json: &str, key: &str) -> Vec<u32> {
-    let start = json
-        .find(&format!("\"{key}\""))
-        .unwrap_or_else(|| panic!("no {key}"));
+    let start = json.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
     let open = start + json[start..].find('[').unwrap();
     let close = open + json[open..].find(']').unwrap();
-    json[open + 1..close]
-        .split(',')
-        .map(|s| s.trim().parse().unwrap())
-        .collect()
+    json[open + 1..close].split(',').map(|s| s.trim().parse().unwrap()).collect()
 }
 
 fn number(json: &str, key: &str) -> usize {
-    let start = json
-        .find(&format!("\"{key}\""))
-        .unwrap_or_else(|| panic!("no {key}"));
+    let start = json.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
     let rest = &json[start + key.len() + 3..];
-    rest.trim_start()
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+    rest.trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
 }
 
 impl Case {
     fn check_model_name(&self) {
-        let file = self
-            .json
-            .split("\"model\"")
-            .nth(1)
-            .and_then(|r| r.split('"').nth(1))
-            .unwrap();
-        assert!(
-            self.model.len() > 1000 && !file.is_empty(),
-            "{}: bad case",
-            self.name
-        );
+        let file = self.json.split("\"model\"").nth(1).and_then(|r| r.split('"').nth(1)).unwrap();
+        assert!(self.model.len() > 1000 && !file.is_empty(), "{}: bad case", self.name);
     }
     fn prompt(&self) -> Vec<u32> {
         ints(self.json, "prompt")
@@ -215,10 +185,7 @@ impl Case {
     }
     fn row(&self, i: usize) -> Vec<f32> {
         let v = self.vocab();
-        self.logits[i * v * 4..(i + 1) * v * 4]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
+        self.logits[i * v * 4..(i + 1) * v * 4].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
     }
     fn buffer(&self) -> JsValue {
         bytes_to_js(self.model)
@@ -234,10 +201,7 @@ fn bytes_to_js(b: &[u8]) -> JsValue {
 
 fn max_abs(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 fn argmax(v: &[f32]) -> u32 {
@@ -251,10 +215,7 @@ fn argmax(v: &[f32]) -> u32 {
 }
 
 fn nums(xs: &[f64]) -> JsValue {
-    xs.iter()
-        .map(|&x| JsValue::from_f64(x))
-        .collect::<js_sys::Array>()
-        .into()
+    xs.iter().map(|&x| JsValue::from_f64(x)).collect::<js_sys::Array>().into()
 }
 
 fn toks(xs: &[u32]) -> JsValue {
@@ -262,9 +223,7 @@ fn toks(xs: &[u32]) -> JsValue {
 }
 
 async fn device(raise: bool) -> JsValue {
-    host_device(raise)
-        .await
-        .expect("the host creates a GPUDevice")
+    host_device(raise).await.expect("the host creates a GPUDevice")
 }
 
 /// Awaits a promise; `Err` carries the rejection as "Name: message" (`TypeError: ...`,
@@ -273,16 +232,10 @@ async fn settle(p: js_sys::Promise) -> Result<JsValue, String> {
     match JsFuture::from(p).await {
         Ok(v) => Ok(v),
         Err(e) => {
-            assert!(
-                e.is_instance_of::<js_sys::Error>(),
-                "rejected with a non-Error: {e:?}"
-            );
+            assert!(e.is_instance_of::<js_sys::Error>(), "rejected with a non-Error: {e:?}");
             let name = error_name(&e).as_string().unwrap_or_default();
             let m: String = e.unchecked_into::<js_sys::Error>().message().into();
-            assert!(
-                !m.starts_with("SYNC THROW"),
-                "threw synchronously instead of rejecting: {m}"
-            );
+            assert!(!m.starts_with("SYNC THROW"), "threw synchronously instead of rejecting: {m}");
             Err(format!("{name}: {m}"))
         }
     }
@@ -296,25 +249,17 @@ fn options(ctx: Option<u32>) -> Option<JsValue> {
     })
 }
 
-async fn create(
-    device: &JsValue,
-    buffer: JsValue,
-    opts: Option<JsValue>,
-) -> Result<JsValue, String> {
+async fn create(device: &JsValue, buffer: JsValue, opts: Option<JsValue>) -> Result<JsValue, String> {
     web::reinit_after_panic(false);
     settle(web::create_llama(device.clone(), buffer, opts)).await
 }
 
 async fn load(device: &JsValue, case: &Case, ctx: Option<u32>) -> JsValue {
-    create(device, case.buffer(), options(ctx))
-        .await
-        .unwrap_or_else(|e| panic!("{}: createLlama failed: {e}", case.name))
+    create(device, case.buffer(), options(ctx)).await.unwrap_or_else(|e| panic!("{}: createLlama failed: {e}", case.name))
 }
 
 async fn forward(llama: &JsValue, tokens: &[u32], pos: u32) -> Result<Vec<f32>, String> {
-    settle(js_forward(llama, &toks(tokens), &pos.into()))
-        .await
-        .map(|v| v.unchecked_into::<js_sys::Float32Array>().to_vec())
+    settle(js_forward(llama, &toks(tokens), &pos.into())).await.map(|v| v.unchecked_into::<js_sys::Float32Array>().to_vec())
 }
 
 async fn forward_err(llama: &JsValue, tokens: JsValue, pos: JsValue) -> String {
@@ -325,16 +270,11 @@ async fn forward_err(llama: &JsValue, tokens: JsValue, pos: JsValue) -> String {
 }
 
 fn config_u32(llama: &JsValue, key: &str) -> f64 {
-    js_get(&js_get(llama, "config"), key)
-        .as_f64()
-        .unwrap_or_else(|| panic!("config.{key} is not a number"))
+    js_get(&js_get(llama, "config"), key).as_f64().unwrap_or_else(|| panic!("config.{key} is not a number"))
 }
 
 fn assert_has(msg: &str, part: &str) {
-    assert!(
-        msg.contains(part),
-        "message {msg:?} should contain {part:?}"
-    );
+    assert!(msg.contains(part), "message {msg:?} should contain {part:?}");
 }
 
 /// Every reference row, one token at a time, plus the batched prompt; greedy continuation
@@ -344,21 +284,12 @@ async fn run_case(case: &Case) -> f32 {
     let dev = device(true).await;
     let llama = load(&dev, case, None).await;
     let (prompt, greedy) = (case.prompt(), case.greedy());
-    assert_eq!(
-        config_u32(&llama, "vocab") as usize,
-        case.vocab(),
-        "{}: vocab",
-        case.name
-    );
+    assert_eq!(config_u32(&llama, "vocab") as usize, case.vocab(), "{}: vocab", case.name);
     let p = prompt.len();
     let mut worst = 0f32;
     let mut check = |i: usize, got: &[f32]| {
         let d = max_abs(got, &case.row(i));
-        assert!(
-            d <= TOLERANCE,
-            "{}: row {i} differs by {d} (tolerance {TOLERANCE})",
-            case.name
-        );
+        assert!(d <= TOLERANCE, "{}: row {i} differs by {d} (tolerance {TOLERANCE})", case.name);
         worst = worst.max(d);
     };
 
@@ -369,11 +300,7 @@ async fn run_case(case: &Case) -> f32 {
     for j in 0..greedy.len() {
         let next = argmax(&logits);
         ours.push(next);
-        assert_eq!(
-            next, greedy[j],
-            "{}: greedy token {j} is {next}, reference {}",
-            case.name, greedy[j]
-        );
+        assert_eq!(next, greedy[j], "{}: greedy token {j} is {next}, reference {}", case.name, greedy[j]);
         if j + 1 < greedy.len() {
             logits = forward(&llama, &[next], (p + j) as u32).await.unwrap();
             check(p + j, &logits);
@@ -385,15 +312,7 @@ async fn run_case(case: &Case) -> f32 {
         check(i, &row);
     }
     js_call0(&llama, "dispose").unwrap();
-    web_sys::console::log_1(
-        &format!(
-            "{}: {} rows, max abs diff {worst:.2e}, greedy {:?}",
-            case.name,
-            p - 1 + greedy.len(),
-            ours
-        )
-        .into(),
-    );
+    web_sys::console::log_1(&format!("{}: {} rows, max abs diff {worst:.2e}, greedy {:?}", case.name, p - 1 + greedy.len(), ours).into());
     worst
 }
 
@@ -437,21 +356,13 @@ async fn config_matches_the_seed_and_progress_is_reported() {
     let sink = calls.clone();
     let cb = Closure::<dyn FnMut(JsValue)>::new(move |p: JsValue| {
         let f = |k: &str| js_get(&p, k).as_f64().unwrap();
-        sink.borrow_mut().push((
-            f("bytesDone"),
-            f("bytesTotal"),
-            f("tensorsDone"),
-            f("tensorsTotal"),
-        ));
+        sink.borrow_mut().push((f("bytesDone"), f("bytesTotal"), f("tensorsDone"), f("tensorsTotal")));
     });
     let opts = js_sys::Object::new();
     js_sys::Reflect::set(&opts, &"onProgress".into(), cb.as_ref()).unwrap();
     let llama = create(&dev, F32.buffer(), Some(opts.into())).await.unwrap();
     let c = js_get(&llama, "config");
-    assert!(
-        js_sys::Object::is(&c, &js_get(&llama, "config")),
-        "config is one object"
-    );
+    assert!(js_sys::Object::is(&c, &js_get(&llama, "config")), "config is one object");
     let seed = [
         ("d", 64.0),
         ("L", 5.0),
@@ -474,52 +385,25 @@ async fn config_matches_the_seed_and_progress_is_reported() {
     // swiglu, down) + final rmsnorm and output head: 48, against the seed's 63.
     assert_eq!(dpt, 48.0, "dispatchesPerToken");
     let file = config_u32(&llama, "fileTensorBytes");
-    assert!(
-        config_u32(&llama, "weightBytesOnGpu") >= file && file > 1e6,
-        "weight bytes"
-    );
+    assert!(config_u32(&llama, "weightBytesOnGpu") >= file && file > 1e6, "weight bytes");
     assert!(config_u32(&llama, "gpuBytes") > config_u32(&llama, "weightBytesOnGpu"));
-    assert!(js_get(&c, "adapter")
-        .as_string()
-        .is_some_and(|s| !s.is_empty()));
+    assert!(js_get(&c, "adapter").as_string().is_some_and(|s| !s.is_empty()));
 
     let calls = calls.borrow().clone();
-    assert_eq!(
-        calls.len() as f64,
-        calls.last().unwrap().3,
-        "one progress call per tensor"
-    );
+    assert_eq!(calls.len() as f64, calls.last().unwrap().3, "one progress call per tensor");
     let last = calls.last().unwrap();
     assert_eq!((last.0, last.2), (last.1, last.3), "progress ends complete");
     assert_eq!(last.1, file, "bytesTotal is fileTensorBytes");
-    assert!(
-        calls
-            .windows(2)
-            .all(|w| w[1].0 >= w[0].0 && w[1].2 == w[0].2 + 1.0),
-        "progress is monotonic"
-    );
+    assert!(calls.windows(2).all(|w| w[1].0 >= w[0].0 && w[1].2 == w[0].2 + 1.0), "progress is monotonic");
 
     // The MoE config carries experts and top-k, and ff is per expert.
     let moe = load(&dev, &MOE_Q8_0, Some(64)).await;
-    assert_eq!(
-        (
-            config_u32(&moe, "experts"),
-            config_u32(&moe, "topk"),
-            config_u32(&moe, "ctx")
-        ),
-        (4.0, 2.0, 64.0)
-    );
+    assert_eq!((config_u32(&moe, "experts"), config_u32(&moe, "topk"), config_u32(&moe, "ctx")), (4.0, 2.0, 64.0));
 
     // Token text for the demo.
-    let text = js_call1(&llama, "decode", &toks(&[403, 407]))
-        .unwrap()
-        .as_string()
-        .unwrap();
+    let text = js_call1(&llama, "decode", &toks(&[403, 407])).unwrap().as_string().unwrap();
     assert!(!text.is_empty());
-    let bytes = js_call1(&llama, "tokenBytes", &403.into())
-        .unwrap()
-        .unchecked_into::<js_sys::Uint8Array>()
-        .to_vec();
+    let bytes = js_call1(&llama, "tokenBytes", &403.into()).unwrap().unchecked_into::<js_sys::Uint8Array>().to_vec();
     assert!(text.as_bytes().starts_with(&bytes), "{text:?} vs {bytes:?}");
     assert!(web::wasm_memory_bytes() > 0.0);
     js_call0(&llama, "dispose").unwrap();
@@ -536,27 +420,12 @@ async fn forwards_issued_without_awaiting_are_served_in_order() {
     let a = js_forward(&llama, &toks(&prompt), &0.into());
     let b = js_forward(&llama, &toks(&greedy[..1]), &(p as u32).into());
     let c = js_forward(&llama, &toks(&greedy[1..3]), &(p as u32 + 1).into());
-    let rc: Vec<f32> = settle(c)
-        .await
-        .unwrap()
-        .unchecked_into::<js_sys::Float32Array>()
-        .to_vec();
-    let rb: Vec<f32> = settle(b)
-        .await
-        .unwrap()
-        .unchecked_into::<js_sys::Float32Array>()
-        .to_vec();
-    let ra: Vec<f32> = settle(a)
-        .await
-        .unwrap()
-        .unchecked_into::<js_sys::Float32Array>()
-        .to_vec();
+    let rc: Vec<f32> = settle(c).await.unwrap().unchecked_into::<js_sys::Float32Array>().to_vec();
+    let rb: Vec<f32> = settle(b).await.unwrap().unchecked_into::<js_sys::Float32Array>().to_vec();
+    let ra: Vec<f32> = settle(a).await.unwrap().unchecked_into::<js_sys::Float32Array>().to_vec();
     for (got, row) in [(&ra, p - 1), (&rb, p), (&rc, p + 2)] {
         let d = max_abs(got, &Q8_0.row(row));
-        assert!(
-            d <= TOLERANCE,
-            "concurrent forward for row {row} differs by {d}"
-        );
+        assert!(d <= TOLERANCE, "concurrent forward for row {row} differs by {d}");
     }
     js_call0(&llama, "dispose").unwrap();
 }
@@ -566,35 +435,18 @@ async fn dispose_frees_the_model_not_the_device() {
     let dev = device(true).await;
     let handler = set_host_handler(&dev);
     let llama = load(&dev, &Q8_0, Some(16)).await;
-    assert!(
-        js_sys::Object::is(&js_get(&dev, "onuncapturederror"), &handler),
-        "the host's error handler was replaced"
-    );
+    assert!(js_sys::Object::is(&js_get(&dev, "onuncapturederror"), &handler), "the host's error handler was replaced");
     // A forward issued before dispose still resolves.
     let pending = js_forward(&llama, &toks(&[1, 403]), &0.into());
     assert_eq!(js_get(&llama, "disposed").as_bool(), Some(false));
     js_call0(&llama, "dispose").unwrap();
     js_call0(&llama, "dispose").unwrap(); // idempotent
     assert_eq!(js_get(&llama, "disposed").as_bool(), Some(true));
-    assert_eq!(
-        settle(pending)
-            .await
-            .unwrap()
-            .unchecked_into::<js_sys::Float32Array>()
-            .length(),
-        512
-    );
+    assert_eq!(settle(pending).await.unwrap().unchecked_into::<js_sys::Float32Array>().length(), 512);
     let m = forward_err(&llama, toks(&[1]), 0.into()).await;
     assert_has(&m, "use after dispose()");
-    assert_eq!(
-        is_lost(&dev).await.as_bool(),
-        Some(false),
-        "the host's device must survive dispose()"
-    );
-    assert_eq!(
-        host_round_trip(&dev).await.unwrap().as_string().unwrap(),
-        "1,2,3,4"
-    );
+    assert_eq!(is_lost(&dev).await.as_bool(), Some(false), "the host's device must survive dispose()");
+    assert_eq!(host_round_trip(&dev).await.unwrap().as_string().unwrap(), "1,2,3,4");
     // The device can load again.
     let again = load(&dev, &Q8_0, Some(16)).await;
     assert_eq!(forward(&again, &[1], 0).await.unwrap().len(), 512);
@@ -609,24 +461,14 @@ async fn a_device_destroyed_by_the_host_gives_device_lost_errors_not_hangs() {
     let pending = js_forward(&llama, &toks(&[1, 403]), &0.into());
     destroy_device(&dev);
     let class = web::device_lost_error_class();
-    for (when, p) in [
-        ("pending", pending),
-        ("later", js_forward(&llama, &toks(&[1]), &0.into())),
-    ] {
-        let e = JsFuture::from(p)
-            .await
-            .expect_err(&format!("the {when} forward should reject"));
-        assert!(
-            is_device_lost_error(&e, &class),
-            "{when}: not a DeviceLostError: {e:?}"
-        );
+    for (when, p) in [("pending", pending), ("later", js_forward(&llama, &toks(&[1]), &0.into()))] {
+        let e = JsFuture::from(p).await.expect_err(&format!("the {when} forward should reject"));
+        assert!(is_device_lost_error(&e, &class), "{when}: not a DeviceLostError: {e:?}");
         let m: String = e.unchecked_into::<js_sys::Error>().message().into();
         assert_has(&m, "the GPU device was lost (destroyed");
     }
     js_call0(&llama, "dispose").unwrap();
-    let m = create(&dev, Q8_0.buffer(), None)
-        .await
-        .expect_err("loading on a destroyed device");
+    let m = create(&dev, Q8_0.buffer(), None).await.expect_err("loading on a destroyed device");
     assert_has(&m, "DeviceLostError: the GPU device was lost (destroyed");
 }
 
@@ -634,83 +476,29 @@ async fn a_device_destroyed_by_the_host_gives_device_lost_errors_not_hangs() {
 async fn test_matvec_q8_matches_its_f64_reference() {
     let dev = device(true).await;
     let name = "blk.0.ffn_gate.weight"; // Q8_0 [64, 172]: 172 rows, not a multiple of 64
-    let x: Vec<f64> = (0..64)
-        .map(|i| ((i * 37 % 64) as f64 / 32.0 - 1.0) * 0.75)
-        .collect();
-    let r = settle(web::test_matvec_q8(
-        dev.clone(),
-        Q8_0.buffer(),
-        name.into(),
-        nums(&x),
-    ))
-    .await
-    .unwrap();
-    assert_eq!(
-        (js_get(&r, "rows").as_f64(), js_get(&r, "cols").as_f64()),
-        (Some(172.0), Some(64.0))
-    );
-    let f = js_get(&r, "f32")
-        .unchecked_into::<js_sys::Float32Array>()
-        .to_vec();
-    let q = js_get(&r, "q8")
-        .unchecked_into::<js_sys::Float32Array>()
-        .to_vec();
+    let x: Vec<f64> = (0..64).map(|i| ((i * 37 % 64) as f64 / 32.0 - 1.0) * 0.75).collect();
+    let r = settle(web::test_matvec_q8(dev.clone(), Q8_0.buffer(), name.into(), nums(&x))).await.unwrap();
+    assert_eq!((js_get(&r, "rows").as_f64(), js_get(&r, "cols").as_f64()), (Some(172.0), Some(64.0)));
+    let f = js_get(&r, "f32").unchecked_into::<js_sys::Float32Array>().to_vec();
+    let q = js_get(&r, "q8").unchecked_into::<js_sys::Float32Array>().to_vec();
     let reference = js_get(&r, "ref");
-    assert!(
-        reference.is_instance_of::<js_sys::Float64Array>(),
-        "ref is a Float64Array"
-    );
+    assert!(reference.is_instance_of::<js_sys::Float64Array>(), "ref is a Float64Array");
     let reference = reference.unchecked_into::<js_sys::Float64Array>().to_vec();
     assert_eq!((f.len(), q.len(), reference.len()), (172, 172, 172));
     let scale = reference.iter().fold(0f64, |m, v| m.max(v.abs()));
     for (which, got) in [("f32", &f), ("q8", &q)] {
-        let d = got
-            .iter()
-            .zip(&reference)
-            .map(|(a, b)| (*a as f64 - b).abs())
-            .fold(0f64, f64::max);
-        assert!(
-            d <= 1e-5 * scale.max(1.0),
-            "{which} differs from the f64 reference by {d} (scale {scale})"
-        );
+        let d = got.iter().zip(&reference).map(|(a, b)| (*a as f64 - b).abs()).fold(0f64, f64::max);
+        assert!(d <= 1e-5 * scale.max(1.0), "{which} differs from the f64 reference by {d} (scale {scale})");
     }
     assert!(scale > 0.1, "a non-trivial product");
     // A Float32Array x works too; wrong tensors are named.
     let x32 = js_sys::Float32Array::from(&x.iter().map(|&v| v as f32).collect::<Vec<_>>()[..]);
-    settle(web::test_matvec_q8(
-        dev.clone(),
-        Q8_0.buffer(),
-        name.into(),
-        x32.into(),
-    ))
-    .await
-    .unwrap();
-    let m = settle(web::test_matvec_q8(
-        dev.clone(),
-        Q8_0.buffer(),
-        "output_norm.weight".into(),
-        nums(&x),
-    ))
-    .await
-    .unwrap_err();
+    settle(web::test_matvec_q8(dev.clone(), Q8_0.buffer(), name.into(), x32.into())).await.unwrap();
+    let m = settle(web::test_matvec_q8(dev.clone(), Q8_0.buffer(), "output_norm.weight".into(), nums(&x))).await.unwrap_err();
     assert_has(&m, "output_norm.weight is F32, not Q8_0");
-    let m = settle(web::test_matvec_q8(
-        dev.clone(),
-        Q8_0.buffer(),
-        "nope".into(),
-        nums(&x),
-    ))
-    .await
-    .unwrap_err();
+    let m = settle(web::test_matvec_q8(dev.clone(), Q8_0.buffer(), "nope".into(), nums(&x))).await.unwrap_err();
     assert_has(&m, "missing tensor nope");
-    let m = settle(web::test_matvec_q8(
-        dev,
-        Q8_0.buffer(),
-        name.into(),
-        nums(&x[..10]),
-    ))
-    .await
-    .unwrap_err();
+    let m = settle(web::test_matvec_q8(dev, Q8_0.buffer(), name.into(), nums(&x[..10]))).await.unwrap_err();
     assert_has(&m, "x has 10 values but the tensor has 64 columns");
 }
 
@@ -728,21 +516,10 @@ fn gguf_with(arch: &str, experts: Option<u32>) -> Vec<u8> {
         .kv("llama.attention.head_count", Value::U32(4))
         .kv("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5));
     if let Some(e) = experts {
-        w.kv("llama.expert_count", Value::U32(e))
-            .kv("llama.expert_used_count", Value::U32(2));
-        w.tensor(
-            "blk.0.ffn_gate_inp.weight",
-            &[32, e as u64],
-            GgmlType::F32,
-            vec![0; 32 * e as usize * 4],
-        );
+        w.kv("llama.expert_count", Value::U32(e)).kv("llama.expert_used_count", Value::U32(2));
+        w.tensor("blk.0.ffn_gate_inp.weight", &[32, e as u64], GgmlType::F32, vec![0; 32 * e as usize * 4]);
     }
-    w.tensor(
-        "token_embd.weight",
-        &[32, 64],
-        GgmlType::F32,
-        vec![0; 32 * 64 * 4],
-    );
+    w.tensor("token_embd.weight", &[32, 64], GgmlType::F32, vec![0; 32 * 64 * 4]);
     w.to_bytes()
 }
 
@@ -751,14 +528,7 @@ async fn bad_files_are_named() {
     let dev = device(true).await;
     let expect = |r: Result<JsValue, String>| r.expect_err("createLlama should reject");
 
-    let m = expect(
-        create(
-            &dev,
-            bytes_to_js(b"PK\x03\x04 this is a zip, not a gguf"),
-            None,
-        )
-        .await,
-    );
+    let m = expect(create(&dev, bytes_to_js(b"PK\x03\x04 this is a zip, not a gguf"), None).await);
     assert_has(&m, "not a GGUF file");
     // Cut in the tensor data: the engine names the first tensor whose data is missing.
     let m = expect(create(&dev, bytes_to_js(&F32.model[..F32.model.len() / 2]), None).await);
@@ -777,55 +547,30 @@ async fn bad_files_are_named() {
     let name = b"token_embd.weight";
     let at = b.windows(name.len()).position(|w| w == name).unwrap() + name.len();
     let ty = at + 4 + 2 * 8;
-    assert_eq!(
-        u32::from_le_bytes(b[ty..ty + 4].try_into().unwrap()),
-        GgmlType::F32 as u32
-    );
+    assert_eq!(u32::from_le_bytes(b[ty..ty + 4].try_into().unwrap()), GgmlType::F32 as u32);
     b[ty..ty + 4].copy_from_slice(&20u32.to_le_bytes());
     let m = expect(create(&dev, bytes_to_js(&b), None).await);
     assert_has(&m, "token_embd.weight has unsupported type IQ4_NL");
 
     // Not a buffer, not a device, bad options.
     let m = expect(create(&dev, "model.gguf".into(), None).await);
-    assert_has(&m, "TypeError: expected the GGUF file as an ArrayBuffer, a typed array, a Blob/File, a Response or a ReadableStream, got the string \"model.gguf\"");
+    assert_has(
+        &m,
+        "TypeError: expected the GGUF file as an ArrayBuffer, a typed array, a Blob/File, a Response or a ReadableStream, got the string \"model.gguf\"",
+    );
     let m = expect(create(&js_sys::Object::new().into(), Q8_0.buffer(), None).await);
-    assert_has(
-        &m,
-        "TypeError: could not adopt the host's GPUDevice: expected a GPUDevice, got a Object",
-    );
+    assert_has(&m, "TypeError: could not adopt the host's GPUDevice: expected a GPUDevice, got a Object");
     let m = expect(create(&dev, Q8_0.buffer(), options(Some(0))).await);
-    assert_has(
-        &m,
-        "RangeError: options.contextLength must be a positive integer, got 0",
-    );
+    assert_has(&m, "RangeError: options.contextLength must be a positive integer, got 0");
     for (key, value, want) in [
-        (
-            "onProgress",
-            JsValue::from("yes"),
-            "TypeError: options.onProgress must be a function",
-        ),
-        (
-            "contextLength",
-            JsValue::from("8"),
-            "TypeError: options.contextLength must be a positive integer, got the string \"8\"",
-        ),
-        (
-            "ctx",
-            JsValue::from(2.5),
-            "RangeError: options.ctx must be a positive integer, got 2.5",
-        ),
-        (
-            "signal",
-            JsValue::from(true),
-            "TypeError: options.signal must be an AbortSignal, got true",
-        ),
+        ("onProgress", JsValue::from("yes"), "TypeError: options.onProgress must be a function"),
+        ("contextLength", JsValue::from("8"), "TypeError: options.contextLength must be a positive integer, got the string \"8\""),
+        ("ctx", JsValue::from(2.5), "RangeError: options.ctx must be a positive integer, got 2.5"),
+        ("signal", JsValue::from(true), "TypeError: options.signal must be an AbortSignal, got true"),
     ] {
         let o = js_sys::Object::new();
         js_sys::Reflect::set(&o, &key.into(), &value).unwrap();
-        assert_has(
-            &expect(create(&dev, Q8_0.buffer(), Some(o.into())).await),
-            want,
-        );
+        assert_has(&expect(create(&dev, Q8_0.buffer(), Some(o.into())).await), want);
     }
     let m = expect(create(&dev, Q8_0.buffer(), Some("big".into())).await);
     assert_has(&m, "TypeError: options must be an object");
@@ -833,10 +578,7 @@ async fn bad_files_are_named() {
     // A typed-array view over the file (at an offset) loads.
     let mut padded = vec![7u8; 64];
     padded.extend_from_slice(Q8_0.model);
-    let view = js_sys::Uint8Array::new_with_byte_offset(
-        &js_sys::Uint8Array::from(&padded[..]).buffer(),
-        64,
-    );
+    let view = js_sys::Uint8Array::new_with_byte_offset(&js_sys::Uint8Array::from(&padded[..]).buffer(), 64);
     let llama = create(&dev, view.into(), options(Some(8))).await.unwrap();
     let row = forward(&llama, &Q8_0.prompt(), 0).await.unwrap();
     assert!(max_abs(&row, &Q8_0.row(Q8_0.prompt().len() - 1)) <= TOLERANCE);
@@ -847,9 +589,7 @@ async fn bad_files_are_named() {
 async fn too_large_for_the_hosts_limits_names_the_limit() {
     // Default limits: 128 MiB per storage binding. A 2M-position KV cache needs 256 MB per layer.
     let dev = device(false).await;
-    let m = create(&dev, Q8_0.buffer(), options(Some(2_000_000)))
-        .await
-        .expect_err("should not fit");
+    let m = create(&dev, Q8_0.buffer(), options(Some(2_000_000))).await.expect_err("should not fit");
     assert_eq!(
         m,
         "Error: tensor KV cache needs 256000000 bytes in one GPU buffer but the device's maxStorageBufferBindingSize is 134217728: \
@@ -857,17 +597,11 @@ async fn too_large_for_the_hosts_limits_names_the_limit() {
     );
     // The host's limits are the ones used.
     let llama = load(&dev, &Q8_0, Some(8)).await;
-    assert_eq!(
-        config_u32(&llama, "maxStorageBufferBindingSize"),
-        134217728.0
-    );
+    assert_eq!(config_u32(&llama, "maxStorageBufferBindingSize"), 134217728.0);
     js_call0(&llama, "dispose").unwrap();
     let raised = device(true).await;
     let llama = load(&raised, &Q8_0, Some(8)).await;
-    assert!(
-        config_u32(&llama, "maxStorageBufferBindingSize") > 134217728.0,
-        "raised limit seen"
-    );
+    assert!(config_u32(&llama, "maxStorageBufferBindingSize") > 134217728.0, "raised limit seen");
     js_call0(&llama, "dispose").unwrap();
 }
 
@@ -899,11 +633,7 @@ async fn bad_forward_arguments_reject_with_named_errors() {
     }
     // Typed arrays are accepted; the model still works after all those rejections.
     let typed = js_sys::Uint32Array::from(&Q8_0.prompt()[..]);
-    let row = settle(js_forward(&llama, &typed.into(), &zero))
-        .await
-        .unwrap()
-        .unchecked_into::<js_sys::Float32Array>()
-        .to_vec();
+    let row = settle(js_forward(&llama, &typed.into(), &zero)).await.unwrap().unchecked_into::<js_sys::Float32Array>().to_vec();
     assert!(max_abs(&row, &Q8_0.row(Q8_0.prompt().len() - 1)) <= TOLERANCE);
     let m = js_call1(&llama, "decode", &nums(&[2.5])).unwrap_err();
     assert_eq!(error_name(&m).as_string().as_deref(), Some("RangeError"));
@@ -940,9 +670,7 @@ async fn check_source(dev: &JsValue, what: &str, source: JsValue) {
     let opts = js_sys::Object::new();
     js_sys::Reflect::set(&opts, &"onProgress".into(), &rec).unwrap();
     js_sys::Reflect::set(&opts, &"ctx".into(), &16.into()).unwrap();
-    let llama = create(dev, source, Some(opts.into()))
-        .await
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let llama = create(dev, source, Some(opts.into())).await.unwrap_or_else(|e| panic!("{what}: {e}"));
     let row = forward(&llama, &Q8_0.prompt(), 0).await.unwrap();
     let d = max_abs(&row, &Q8_0.row(Q8_0.prompt().len() - 1));
     assert!(d <= TOLERANCE, "{what}: row differs by {d}");
@@ -951,38 +679,14 @@ async fn check_source(dev: &JsValue, what: &str, source: JsValue) {
         .iter()
         .map(|p| {
             let f = |k: &str| js_get(&p, k).as_f64().unwrap();
-            (
-                f("bytesDone"),
-                f("bytesTotal"),
-                f("tensorsDone"),
-                f("tensorsTotal"),
-            )
+            (f("bytesDone"), f("bytesTotal"), f("tensorsDone"), f("tensorsTotal"))
         })
         .collect();
-    let last = *calls
-        .last()
-        .unwrap_or_else(|| panic!("{what}: no progress"));
-    assert_eq!(
-        calls.len() as f64,
-        last.3,
-        "{what}: one progress call per tensor"
-    );
-    assert_eq!(
-        (last.0, last.2),
-        (last.1, last.3),
-        "{what}: progress ends complete"
-    );
-    assert_eq!(
-        last.1,
-        config_u32(&llama, "fileTensorBytes"),
-        "{what}: bytesTotal"
-    );
-    assert!(
-        calls
-            .windows(2)
-            .all(|w| w[1].0 > w[0].0 && w[1].2 == w[0].2 + 1.0),
-        "{what}: monotonic"
-    );
+    let last = *calls.last().unwrap_or_else(|| panic!("{what}: no progress"));
+    assert_eq!(calls.len() as f64, last.3, "{what}: one progress call per tensor");
+    assert_eq!((last.0, last.2), (last.1, last.3), "{what}: progress ends complete");
+    assert_eq!(last.1, config_u32(&llama, "fileTensorBytes"), "{what}: bytesTotal");
+    assert!(calls.windows(2).all(|w| w[1].0 > w[0].0 && w[1].2 == w[0].2 + 1.0), "{what}: monotonic");
     js_call0(&llama, "dispose").unwrap();
 }
 
@@ -995,104 +699,47 @@ async fn blobs_responses_and_streams_load_like_the_array_buffer() {
     // Odd chunk sizes: tensors straddle chunks; Content-Length known: streamed window by window.
     check_source(&dev, "Response (streamed)", response_of(&u8, 4099, n)).await;
     // No length: collected into a Blob first.
-    check_source(
-        &dev,
-        "Response without Content-Length",
-        response_of(&u8, 65536, -1.0),
-    )
-    .await;
+    check_source(&dev, "Response without Content-Length", response_of(&u8, 65536, -1.0)).await;
     check_source(&dev, "ReadableStream", stream_of(&u8, 1 << 20)).await;
 
     // A stream shorter than its Content-Length, and a header cut short, are named.
     let short = Q8_0.model.len() - 5000;
     let cut = js_sys::Uint8Array::from(&Q8_0.model[..short]);
-    let m = create(&dev, response_of(&cut, 8192, n), None)
-        .await
-        .unwrap_err();
-    assert_has(
-        &m,
-        &format!(
-            "Error: truncated GGUF: tensor data (the stream ended after {short} of its {n} bytes)"
-        ),
-    );
+    let m = create(&dev, response_of(&cut, 8192, n), None).await.unwrap_err();
+    assert_has(&m, &format!("Error: truncated GGUF: tensor data (the stream ended after {short} of its {n} bytes)"));
     assert_has(&m, &format!("but the file has {short} bytes"));
-    let m = create(
-        &dev,
-        response_of(&js_sys::Uint8Array::from(&Q8_0.model[..100]), 64, n),
-        None,
-    )
-    .await
-    .unwrap_err();
-    assert_has(
-        &m,
-        &format!("Error: truncated GGUF: header (the stream ended after 100 of its {n} bytes)"),
-    );
-    let m = create(
-        &dev,
-        blob_of(&js_sys::Uint8Array::from(&Q8_0.model[..100])),
-        None,
-    )
-    .await
-    .unwrap_err();
+    let m = create(&dev, response_of(&js_sys::Uint8Array::from(&Q8_0.model[..100]), 64, n), None).await.unwrap_err();
+    assert_has(&m, &format!("Error: truncated GGUF: header (the stream ended after 100 of its {n} bytes)"));
+    let m = create(&dev, blob_of(&js_sys::Uint8Array::from(&Q8_0.model[..100])), None).await.unwrap_err();
     assert_has(&m, "Error: truncated GGUF");
     // A used body is a TypeError.
     let r = response_of(&u8, 8192, n);
     check_source(&dev, "Response (first use)", r.clone()).await;
-    assert_has(
-        &create(&dev, r, None).await.unwrap_err(),
-        "TypeError: the Response body was already read",
-    );
+    assert_has(&create(&dev, r, None).await.unwrap_err(), "TypeError: the Response body was already read");
 }
 
 #[wasm_bindgen_test]
 async fn an_aborted_load_rejects_with_the_signals_reason() {
     let dev = device(true).await;
     let u8 = js_sys::Uint8Array::from(Q8_0.model);
-    for (what, source) in [
-        ("ArrayBuffer", Q8_0.buffer()),
-        ("Blob", blob_of(&u8)),
-        ("stream", response_of(&u8, 4096, Q8_0.model.len() as f64)),
-    ] {
-        let controller = js_sys::Reflect::construct(
-            &js_get(&js_sys::global(), "AbortController").into(),
-            &js_sys::Array::new(),
-        )
-        .unwrap();
+    for (what, source) in [("ArrayBuffer", Q8_0.buffer()), ("Blob", blob_of(&u8)), ("stream", response_of(&u8, 4096, Q8_0.model.len() as f64))] {
+        let controller = js_sys::Reflect::construct(&js_get(&js_sys::global(), "AbortController").into(), &js_sys::Array::new()).unwrap();
         let rec = recorder(&controller, 3);
         let opts = js_sys::Object::new();
         js_sys::Reflect::set(&opts, &"onProgress".into(), &rec).unwrap();
         js_sys::Reflect::set(&opts, &"signal".into(), &js_get(&controller, "signal")).unwrap();
-        let m = create(&dev, source, Some(opts.into()))
-            .await
-            .expect_err("aborted");
+        let m = create(&dev, source, Some(opts.into())).await.expect_err("aborted");
         assert_has(&m, "AbortError");
         let calls = js_sys::Array::from(&js_get(&rec, "calls")).length();
-        assert!(
-            calls < 10,
-            "{what}: the load went on after the abort ({calls} progress calls)"
-        );
+        assert!(calls < 10, "{what}: the load went on after the abort ({calls} progress calls)");
     }
     // Already aborted: rejects before reading anything.
-    let controller = js_sys::Reflect::construct(
-        &js_get(&js_sys::global(), "AbortController").into(),
-        &js_sys::Array::new(),
-    )
-    .unwrap();
+    let controller = js_sys::Reflect::construct(&js_get(&js_sys::global(), "AbortController").into(), &js_sys::Array::new()).unwrap();
     js_call1(&controller, "abort", &"stop".into()).unwrap();
     let opts = js_sys::Object::new();
     js_sys::Reflect::set(&opts, &"signal".into(), &js_get(&controller, "signal")).unwrap();
-    let e = JsFuture::from(web::create_llama(
-        dev.clone(),
-        Q8_0.buffer(),
-        Some(opts.into()),
-    ))
-    .await
-    .unwrap_err();
-    assert_eq!(
-        e.as_string().as_deref(),
-        Some("stop"),
-        "rejects with signal.reason"
-    );
+    let e = JsFuture::from(web::create_llama(dev.clone(), Q8_0.buffer(), Some(opts.into()))).await.unwrap_err();
+    assert_eq!(e.as_string().as_deref(), Some("stop"), "rejects with signal.reason");
     // The device is fine afterwards.
     let llama = load(&dev, &Q8_0, Some(8)).await;
     assert_eq!(forward(&llama, &[1], 0).await.unwrap().len(), 512);

@@ -18,10 +18,7 @@ mod cli {
     use webgpu_llama::{gguf::ByteSource, vocab::Vocab, weights::TensorSource, Config, Gguf, Gpu, Llama, LoadOptions};
 
     #[derive(Parser)]
-    #[command(
-        name = "webgpu-llama",
-        about = "LLaMA / Mixtral GGUF forward pass on the GPU (wgpu)"
-    )]
+    #[command(name = "webgpu-llama", about = "LLaMA / Mixtral GGUF forward pass on the GPU (wgpu)")]
     struct Cli {
         #[command(subcommand)]
         cmd: Cmd,
@@ -156,25 +153,13 @@ mod cli {
     }
 
     fn argmax(v: &[f32]) -> u32 {
-        v.iter()
-            .enumerate()
-            .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &x)| {
-                if x > bv {
-                    (i, x)
-                } else {
-                    (bi, bv)
-                }
-            })
-            .0 as u32
+        v.iter().enumerate().fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &x)| if x > bv { (i, x) } else { (bi, bv) }).0 as u32
     }
 
     fn top_k(v: &[f32], k: usize) -> Vec<(u32, f32)> {
         let mut idx: Vec<u32> = (0..v.len() as u32).collect();
         idx.sort_by(|&a, &b| v[b as usize].total_cmp(&v[a as usize]).then(a.cmp(&b)));
-        idx.into_iter()
-            .take(k)
-            .map(|i| (i, v[i as usize]))
-            .collect()
+        idx.into_iter().take(k).map(|i| (i, v[i as usize])).collect()
     }
 
     async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
@@ -195,14 +180,7 @@ mod cli {
                 }
                 println!("tensors:");
                 for t in &g.tensors {
-                    println!(
-                        "  {:<32} {:>6} {:?} {} bytes at {}",
-                        t.name,
-                        t.ggml_type.name(),
-                        t.dims,
-                        t.n_bytes,
-                        t.offset
-                    );
+                    println!("  {:<32} {:>6} {:?} {} bytes at {}", t.name, t.ggml_type.name(), t.dims, t.n_bytes, t.offset);
                 }
                 match Config::from_gguf(&g, None) {
                     Ok(c) => println!("config: {c:#?}"),
@@ -210,21 +188,7 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Bench {
-                model,
-                prompt,
-                gen,
-                ctx,
-                repeats,
-                peak_gbs,
-                json,
-                default_limits,
-                profile,
-                tile,
-                matvec_max_tokens,
-                splits,
-                checked_shaders,
-            } => {
+            Cmd::Bench { model, prompt, gen, ctx, repeats, peak_gbs, json, default_limits, profile, tile, matvec_max_tokens, splits, checked_shaders } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 let t = gpu.tuning_mut();
@@ -237,14 +201,7 @@ mod cli {
                 t.splits = splits.or(t.splits);
                 t.checked_shaders = checked_shaders;
                 let g = Gguf::parse(bytes.as_slice())?;
-                let opts = webgpu_llama::bench::BenchOptions {
-                    prompt,
-                    gen,
-                    ctx,
-                    repeats,
-                    peak_gbs,
-                    profile,
-                };
+                let opts = webgpu_llama::bench::BenchOptions { prompt, gen, ctx, repeats, peak_gbs, profile };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
                     println!("{}", report.to_json());
@@ -254,57 +211,47 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Gen {
-                shape,
-                ty,
-                out,
-                seed,
-            } => {
+            Cmd::Gen { shape, ty, out, seed } => {
                 use webgpu_llama::synth::{model, Scheme, Shape};
                 let s = match shape.as_str() {
-                "smoke" => Shape::dense(256, 4, 8, 2, 768, 4096),
-                name => Shape::named(name).ok_or_else(|| format!("unknown shape {name:?}: llama-3.2-1b, tinyllama-1.1b, moe-8x-1b, smollm2-135m or smoke"))?,
-            };
-                let scheme =
-                    Scheme::parse(&ty).ok_or_else(|| format!("unknown weight format {ty:?}"))?;
+                    "smoke" => Shape::dense(256, 4, 8, 2, 768, 4096),
+                    name => {
+                        Shape::named(name).ok_or_else(|| format!("unknown shape {name:?}: llama-3.2-1b, tinyllama-1.1b, moe-8x-1b, smollm2-135m or smoke"))?
+                    }
+                };
+                let scheme = Scheme::parse(&ty).ok_or_else(|| format!("unknown weight format {ty:?}"))?;
                 let t = Instant::now();
                 let w = model(&s, scheme, seed)?;
                 let mut f = std::io::BufWriter::new(std::fs::File::create(&out)?);
                 w.write_to(&mut f)?;
                 f.flush()?;
-                println!(
-                    "wrote {out} ({} bytes, {shape} {ty}) in {:.1} s",
-                    std::fs::metadata(&out)?.len(),
-                    t.elapsed().as_secs_f64()
-                );
+                println!("wrote {out} ({} bytes, {shape} {ty}) in {:.1} s", std::fs::metadata(&out)?.len(), t.elapsed().as_secs_f64());
                 Ok(())
             }
-            Cmd::Run {
-                model,
-                tokens,
-                n,
-                ctx,
-                dump_logits,
-                default_limits,
-            } => {
+            Cmd::Run { model, tokens, n, ctx, dump_logits, default_limits } => {
                 let bytes = read(&model)?;
                 let gpu = Gpu::native(default_limits).await?;
                 println!("adapter: {}", gpu.adapter_info);
                 let t0 = Instant::now();
                 let g = Gguf::parse(bytes.as_slice())?;
-                let llama = Llama::load(
-                    &gpu,
-                    &g,
-                    &bytes,
-                    LoadOptions {
-                        ctx,
-                        ..Default::default()
-                    },
-                )?;
+                let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx, ..Default::default() })?;
                 gpu.device.poll(wgpu::PollType::wait_indefinitely())?;
                 let c = &llama.config;
-                println!("loaded {model} in {:.2} s: d {} L {} ff {} heads {}/{} hd {} ctx {} vocab {} experts {} top-{}; {} dispatches per token",
-                t0.elapsed().as_secs_f64(), c.d, c.n_layers, c.ff, c.n_heads, c.n_kv_heads, c.head_dim, c.ctx, c.vocab, c.experts, c.topk, llama.dispatches_per_token());
+                println!(
+                    "loaded {model} in {:.2} s: d {} L {} ff {} heads {}/{} hd {} ctx {} vocab {} experts {} top-{}; {} dispatches per token",
+                    t0.elapsed().as_secs_f64(),
+                    c.d,
+                    c.n_layers,
+                    c.ff,
+                    c.n_heads,
+                    c.n_kv_heads,
+                    c.head_dim,
+                    c.ctx,
+                    c.vocab,
+                    c.experts,
+                    c.topk,
+                    llama.dispatches_per_token()
+                );
                 let (on_gpu, in_file) = llama.weight_bytes();
                 println!("weights on GPU: {on_gpu} bytes (file tensors: {in_file} bytes)");
                 let vocab = Vocab::from_gguf(&g);
@@ -327,36 +274,16 @@ mod cli {
                     }
                 }
                 let decode = t2.elapsed().as_secs_f64();
-                println!(
-                    "greedy ids: {}",
-                    out.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                );
+                println!("greedy ids: {}", out.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
                 println!("greedy text: {:?}", text(&out));
-                println!(
-                    "prefill: {} tokens in {:.3} s = {:.1} tok/s",
-                    tokens.len(),
-                    prefill,
-                    tokens.len() as f64 / prefill
-                );
+                println!("prefill: {} tokens in {:.3} s = {:.1} tok/s", tokens.len(), prefill, tokens.len() as f64 / prefill);
                 if n > 1 {
-                    println!(
-                        "decode: {} tokens in {:.3} s = {:.1} tok/s",
-                        n - 1,
-                        decode,
-                        (n - 1) as f64 / decode
-                    );
+                    println!("decode: {} tokens in {:.3} s = {:.1} tok/s", n - 1, decode, (n - 1) as f64 / decode);
                 }
                 if let Some(path) = dump_logits {
                     // Every row from the batched path: one forward over prompt ++ greedy[:-1] from
                     // position 0 (this also re-runs the cache).
-                    let all: Vec<u32> = tokens
-                        .iter()
-                        .chain(out.iter().take(out.len().saturating_sub(1)))
-                        .copied()
-                        .collect();
+                    let all: Vec<u32> = tokens.iter().chain(out.iter().take(out.len().saturating_sub(1))).copied().collect();
                     let rows = llama.forward_all(&all, 0).await?;
                     let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
                     f.write_all(bytemuck::cast_slice(&rows))?;

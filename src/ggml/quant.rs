@@ -5,6 +5,8 @@
 //! pick scales with a plain min/max rule instead of ggml's iterative search: an affine K-quant
 //! (Q2_K, Q4_K, Q5_K) covers each sub-block's `[min(0, lo), hi]`; a symmetric one (Q3_K, Q6_K)
 //! maps each sub-block's largest-magnitude value to `-nmax`, as ggml's `make_qx_quants` starts.
+// The loops mirror ggml-quants.c index by index (several arrays per index), for checking.
+#![allow(clippy::needless_range_loop)]
 
 use super::dequant::scale_min_k4;
 use super::{GgmlType, QK_K};

@@ -113,8 +113,7 @@ impl Value {
 
 /// Name of GGUF value type id `t`, or `None` for an id the spec does not define.
 pub(crate) fn type_name_of(t: u32) -> Option<&'static str> {
-    const NAMES: [&str; 13] =
-        ["u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"];
+    const NAMES: [&str; 13] = ["u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"];
     NAMES.get(t as usize).copied()
 }
 

@@ -129,13 +129,7 @@ fn check_data(t: &Tensor) -> io::Result<()> {
     let n: Option<u64> = t.dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     let want = n.and_then(|n| t.ty.tensor_bytes(n));
     if want != Some(t.data.len() as u64) {
-        return Err(invalid(format!(
-            "tensor {:?}: {} bytes of data but {} {:?} needs {want:?}",
-            t.name,
-            t.data.len(),
-            t.ty,
-            t.dims
-        )));
+        return Err(invalid(format!("tensor {:?}: {} bytes of data but {} {:?} needs {want:?}", t.name, t.data.len(), t.ty, t.dims)));
     }
     Ok(())
 }

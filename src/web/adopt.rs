@@ -61,11 +61,7 @@ extern "C" {
     #[wasm_bindgen(js_namespace = Reflect, js_name = set, catch)]
     fn reflect_set(target: &JsValue, key: &str, value: &JsValue) -> Result<bool, JsValue>;
     #[wasm_bindgen(js_namespace = Reflect, js_name = defineProperty, catch)]
-    fn reflect_define_property(
-        target: &JsValue,
-        key: &str,
-        attributes: &JsValue,
-    ) -> Result<bool, JsValue>;
+    fn reflect_define_property(target: &JsValue, key: &str, attributes: &JsValue) -> Result<bool, JsValue>;
     #[wasm_bindgen(js_namespace = Reflect, js_name = deleteProperty, catch)]
     fn reflect_delete_property(target: &JsValue, key: &str) -> Result<bool, JsValue>;
     #[wasm_bindgen(js_namespace = Object, js_name = getOwnPropertyDescriptor, catch)]
@@ -76,11 +72,7 @@ extern "C" {
     #[wasm_bindgen(method, catch, js_name = bind)]
     fn bind0(this: &BindableFunction, this_arg: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(method, catch, js_name = bind)]
-    fn bind1(
-        this: &BindableFunction,
-        this_arg: &JsValue,
-        arg: &JsValue,
-    ) -> Result<JsValue, JsValue>;
+    fn bind1(this: &BindableFunction, this_arg: &JsValue, arg: &JsValue) -> Result<JsValue, JsValue>;
 }
 
 fn fail(what: impl core::fmt::Display) -> String {
@@ -112,9 +104,7 @@ fn get_object(target: &JsValue, key: &str, what: &str) -> Result<JsValue, String
     if value.is_object() {
         Ok(value)
     } else {
-        Err(fail(format!(
-            "{what}.{key} is not an object (got {value:?})"
-        )))
+        Err(fail(format!("{what}.{key} is not an object (got {value:?})")))
     }
 }
 
@@ -131,17 +121,11 @@ fn set(target: &JsValue, key: &str, value: &JsValue) -> Result<(), String> {
 fn resolving_function(value: &JsValue) -> Result<JsValue, String> {
     let promise_ctor = get(&js_sys::global(), "Promise")?;
     let resolve = get(&promise_ctor, "resolve")?;
-    resolve
-        .unchecked_ref::<BindableFunction>()
-        .bind1(&promise_ctor, value)
-        .map_err(|e| fail(format!("Promise.resolve.bind threw {}", js_text(&e))))
+    resolve.unchecked_ref::<BindableFunction>().bind1(&promise_ctor, value).map_err(|e| fail(format!("Promise.resolve.bind threw {}", js_text(&e))))
 }
 
 fn string_field(target: &JsValue, key: &str) -> String {
-    reflect_get(target, key)
-        .ok()
-        .and_then(|v| v.as_string())
-        .unwrap_or_default()
+    reflect_get(target, key).ok().and_then(|v| v.as_string()).unwrap_or_default()
 }
 
 /// Shadows `navigator.gpu` with an own property while alive; restores `navigator` on drop
@@ -153,25 +137,16 @@ struct NavigatorGpuOverride {
 
 impl NavigatorGpuOverride {
     fn install(navigator: &JsValue, fake_gpu: &JsValue) -> Result<Self, String> {
-        let previous_own = get_own_property_descriptor(navigator, "gpu")
-            .map_err(|e| fail(format!("getOwnPropertyDescriptor threw {}", js_text(&e))))?;
+        let previous_own = get_own_property_descriptor(navigator, "gpu").map_err(|e| fail(format!("getOwnPropertyDescriptor threw {}", js_text(&e))))?;
         let descriptor = js_sys::Object::new();
         set(&descriptor, "value", fake_gpu)?;
         set(&descriptor, "configurable", &JsValue::TRUE)?;
         set(&descriptor, "enumerable", &JsValue::TRUE)?;
         set(&descriptor, "writable", &JsValue::FALSE)?;
         match reflect_define_property(navigator, "gpu", &descriptor) {
-            Ok(true) => Ok(Self {
-                navigator: navigator.clone(),
-                previous_own,
-            }),
-            Ok(false) => Err(fail(
-                "navigator.gpu could not be redefined (non-configurable)",
-            )),
-            Err(e) => Err(fail(format!(
-                "defining navigator.gpu threw {}",
-                js_text(&e)
-            ))),
+            Ok(true) => Ok(Self { navigator: navigator.clone(), previous_own }),
+            Ok(false) => Err(fail("navigator.gpu could not be redefined (non-configurable)")),
+            Err(e) => Err(fail(format!("defining navigator.gpu threw {}", js_text(&e)))),
         }
     }
 }
@@ -200,9 +175,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
     }
     let host_queue = get_object(host, "queue", "device")?;
     if !get(host, "createBuffer")?.is_function() {
-        return Err(fail(
-            "the value passed is not a GPUDevice (no createBuffer method)",
-        ));
+        return Err(fail("the value passed is not a GPUDevice (no createBuffer method)"));
     }
     let features = get_object(host, "features", "device")?;
     let limits = get_object(host, "limits", "device")?;
@@ -217,11 +190,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
         info = empty.into();
     }
     let adapter_info = {
-        let parts: Vec<String> = ["vendor", "architecture", "device", "description"]
-            .iter()
-            .map(|k| string_field(&info, k))
-            .filter(|s| !s.is_empty())
-            .collect();
+        let parts: Vec<String> = ["vendor", "architecture", "device", "description"].iter().map(|k| string_field(&info, k)).filter(|s| !s.is_empty()).collect();
         if parts.is_empty() {
             "unknown adapter".to_string()
         } else {
@@ -241,34 +210,18 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
     set(&adapter, "features", &features)?;
     set(&adapter, "limits", &limits)?;
     set(&adapter, "info", &info)?;
-    set(
-        &adapter,
-        "isFallbackAdapter",
-        &get(&info, "isFallbackAdapter")?
-            .as_bool()
-            .unwrap_or(false)
-            .into(),
-    )?;
+    set(&adapter, "isFallbackAdapter", &get(&info, "isFallbackAdapter")?.as_bool().unwrap_or(false).into())?;
     set(&adapter, "requestDevice", &resolving_function(host)?)?;
 
     let fake_gpu = js_sys::Object::new();
     set(&fake_gpu, "requestAdapter", &resolving_function(&adapter)?)?;
-    set(
-        &fake_gpu,
-        "wgslLanguageFeatures",
-        &get(&real_gpu, "wgslLanguageFeatures")?,
-    )?;
+    set(&fake_gpu, "wgslLanguageFeatures", &get(&real_gpu, "wgslLanguageFeatures")?)?;
     let preferred = get(&real_gpu, "getPreferredCanvasFormat")?;
     if preferred.is_function() {
         let bound = preferred
             .unchecked_ref::<BindableFunction>()
             .bind0(&real_gpu)
-            .map_err(|e| {
-                fail(format!(
-                    "binding getPreferredCanvasFormat threw {}",
-                    js_text(&e)
-                ))
-            })?;
+            .map_err(|e| fail(format!("binding getPreferredCanvasFormat threw {}", js_text(&e))))?;
         set(&fake_gpu, "getPreferredCanvasFormat", &bound)?;
     }
 
@@ -287,10 +240,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
     }
 
     // 4. Adapter and device through wgpu, with the host device's features and limits.
-    let wgpu_adapter = instance
-        .request_adapter(&wgpu::RequestAdapterOptions::default())
-        .await
-        .map_err(|e| fail(format!("request_adapter: {e}")))?;
+    let wgpu_adapter = instance.request_adapter(&wgpu::RequestAdapterOptions::default()).await.map_err(|e| fail(format!("request_adapter: {e}")))?;
     let (device, queue) = wgpu_adapter
         .request_device(&wgpu::DeviceDescriptor {
             label: None,
@@ -306,9 +256,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
         return Err(fail("wgpu did not create a WebGPU-backend device"));
     };
     if !js_sys::Object::is(js_device, host) {
-        return Err(fail(
-            "wgpu created a different device (wgpu's WebGPU backend changed; the technique needs wgpu =30.0.2)",
-        ));
+        return Err(fail("wgpu created a different device (wgpu's WebGPU backend changed; the technique needs wgpu =30.0.2)"));
     }
     match queue.as_webgpu() {
         Some(js_queue) if js_sys::Object::is(js_queue, &host_queue) => {}
@@ -317,13 +265,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
 
     let limits = device.limits();
     let features = device.features();
-    Ok(Adopted {
-        device,
-        queue,
-        limits,
-        features,
-        adapter_info,
-    })
+    Ok(Adopted { device, queue, limits, features, adapter_info })
 }
 
 /// Copies `len` bytes from `src[src_offset..src_offset + len]` (a JS `ArrayBuffer`, e.g. the
@@ -343,46 +285,23 @@ pub fn write_from_js(
     len: u64,
 ) -> Result<(), String> {
     if (len | buffer_offset) & 3 != 0 {
-        return Err(format!(
-            "write_from_js: buffer offset {buffer_offset} and length {len} must be multiples of 4"
-        ));
+        return Err(format!("write_from_js: buffer offset {buffer_offset} and length {len} must be multiples of 4"));
     }
     // Read `byteLength` as a double: js-sys's `byte_length()` is u32 and wraps above 4 GiB.
-    let src_len = reflect_get(src, "byteLength")
-        .ok()
-        .and_then(|v| v.as_f64())
-        .ok_or("write_from_js: the source is not an ArrayBuffer")? as u64;
+    let src_len = reflect_get(src, "byteLength").ok().and_then(|v| v.as_f64()).ok_or("write_from_js: the source is not an ArrayBuffer")? as u64;
     if src_offset.checked_add(len).is_none_or(|end| end > src_len) {
-        return Err(format!(
-            "write_from_js: source range {src_offset}+{len} is outside the {src_len}-byte ArrayBuffer"
-        ));
+        return Err(format!("write_from_js: source range {src_offset}+{len} is outside the {src_len}-byte ArrayBuffer"));
     }
-    if buffer_offset
-        .checked_add(len)
-        .is_none_or(|end| end > buffer.size())
-    {
-        return Err(format!(
-            "write_from_js: destination range {buffer_offset}+{len} is outside the {}-byte buffer",
-            buffer.size()
-        ));
+    if buffer_offset.checked_add(len).is_none_or(|end| end > buffer.size()) {
+        return Err(format!("write_from_js: destination range {buffer_offset}+{len} is outside the {}-byte buffer", buffer.size()));
     }
     if len == 0 {
         return Ok(());
     }
-    let js_queue = queue
-        .as_webgpu()
-        .ok_or("write_from_js: the queue is not a WebGPU-backend queue")?;
-    let js_buffer = buffer
-        .as_webgpu()
-        .ok_or("write_from_js: the buffer is not a WebGPU-backend buffer")?;
+    let js_queue = queue.as_webgpu().ok_or("write_from_js: the queue is not a WebGPU-backend queue")?;
+    let js_buffer = buffer.as_webgpu().ok_or("write_from_js: the buffer is not a WebGPU-backend buffer")?;
     // For an ArrayBuffer source, dataOffset and size are in bytes.
     js_queue
-        .write_buffer_with_f64_and_buffer_source_and_f64_and_f64(
-            js_buffer,
-            buffer_offset as f64,
-            src,
-            src_offset as f64,
-            len as f64,
-        )
+        .write_buffer_with_f64_and_buffer_source_and_f64_and_f64(js_buffer, buffer_offset as f64, src, src_offset as f64, len as f64)
         .map_err(|e| format!("write_from_js: writeBuffer threw {}", js_text(&e)))
 }

@@ -131,10 +131,7 @@ pub(crate) fn describe(v: &JsValue) -> String {
         return b.to_string();
     }
     if v.is_bigint() {
-        return format!(
-            "the BigInt {}",
-            String::from(js_sys::JsString::from(v.clone()))
-        );
+        return format!("the BigInt {}", String::from(js_sys::JsString::from(v.clone())));
     }
     if v.is_function() {
         return "a function".into();
@@ -223,42 +220,25 @@ fn object(entries: &[(&str, JsValue)]) -> JsValue {
 
 /// A token list from JS: an array or typed array of integer numbers `0 <= id < vocab`.
 fn tokens_from_js(v: &JsValue, vocab: u32) -> Result<Vec<u32>, Error> {
-    let array_like = js_sys::Array::is_array(v)
-        || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
+    let array_like = js_sys::Array::is_array(v) || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
     if !array_like {
-        return Err(Error::InvalidType(format!(
-            "tokens must be an array (or typed array) of token ids, got {}",
-            describe(v)
-        )));
+        return Err(Error::InvalidType(format!("tokens must be an array (or typed array) of token ids, got {}", describe(v))));
     }
     let n = get(v, "length").as_f64().unwrap_or(0.0) as u32;
     if n == 0 {
-        return Err(Error::Input(
-            "tokens must be a non-empty list of token ids".into(),
-        ));
+        return Err(Error::Input("tokens must be a non-empty list of token ids".into()));
     }
     let mut out = Vec::with_capacity(n as usize);
     for i in 0..n {
         let t = js_sys::Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
         let Some(x) = t.as_f64() else {
-            return Err(Error::InvalidType(format!(
-                "token at index {i} is {}, not a number: token ids are integers 0 .. {}",
-                describe(&t),
-                vocab - 1
-            )));
+            return Err(Error::InvalidType(format!("token at index {i} is {}, not a number: token ids are integers 0 .. {}", describe(&t), vocab - 1)));
         };
         if !x.is_finite() || x.fract() != 0.0 || x < 0.0 {
-            return Err(Error::Input(format!(
-                "token at index {i} is {}: token ids are integers 0 .. {}",
-                js_number(x),
-                vocab - 1
-            )));
+            return Err(Error::Input(format!("token at index {i} is {}: token ids are integers 0 .. {}", js_number(x), vocab - 1)));
         }
         if x >= vocab as f64 {
-            return Err(Error::Input(format!(
-                "token id {} at index {i} is out of range (vocab {vocab})",
-                js_number(x)
-            )));
+            return Err(Error::Input(format!("token id {} at index {i} is out of range (vocab {vocab})", js_number(x))));
         }
         out.push(x as u32);
     }
@@ -267,16 +247,9 @@ fn tokens_from_js(v: &JsValue, vocab: u32) -> Result<Vec<u32>, Error> {
 
 /// `startPos`: an integer number `0 <= p < 2^32` (`TypeError` when not a number).
 fn position_from_js(v: &JsValue) -> Result<u32, Error> {
-    let msg = || {
-        format!(
-            "startPos must be a non-negative integer, got {}",
-            describe(v)
-        )
-    };
+    let msg = || format!("startPos must be a non-negative integer, got {}", describe(v));
     match v.as_f64() {
-        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => {
-            Ok(x as u32)
-        }
+        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
         Some(_) => Err(Error::Input(msg())),
         None => Err(Error::InvalidType(msg())),
     }
@@ -289,35 +262,21 @@ struct Options {
 }
 
 fn options_from_js(v: Option<JsValue>) -> Result<Options, Error> {
-    let mut o = Options {
-        ctx: None,
-        on_progress: None,
-        signal: None,
-    };
+    let mut o = Options { ctx: None, on_progress: None, signal: None };
     let Some(v) = v.filter(|v| !v.is_undefined() && !v.is_null()) else {
         return Ok(o);
     };
     if !v.is_object() || v.is_function() {
-        return Err(Error::InvalidType(format!(
-            "options must be an object, got {}",
-            describe(&v)
-        )));
+        return Err(Error::InvalidType(format!("options must be an object, got {}", describe(&v))));
     }
     for key in ["contextLength", "ctx"] {
         let ctx = get(&v, key);
         if ctx.is_undefined() || o.ctx.is_some() {
             continue;
         }
-        let msg = || {
-            format!(
-                "options.{key} must be a positive integer, got {}",
-                describe(&ctx)
-            )
-        };
+        let msg = || format!("options.{key} must be a positive integer, got {}", describe(&ctx));
         match ctx.as_f64() {
-            Some(x) if x.fract() == 0.0 && x >= 1.0 && x <= u32::MAX as f64 => {
-                o.ctx = Some(x as u32)
-            }
+            Some(x) if x.fract() == 0.0 && x >= 1.0 && x <= u32::MAX as f64 => o.ctx = Some(x as u32),
             Some(_) => return Err(Error::Input(msg())),
             None => return Err(Error::InvalidType(msg())),
         }
@@ -326,21 +285,13 @@ fn options_from_js(v: Option<JsValue>) -> Result<Options, Error> {
     if !cb.is_undefined() {
         match cb.dyn_into::<js_sys::Function>() {
             Ok(f) => o.on_progress = Some(f),
-            Err(cb) => {
-                return Err(Error::InvalidType(format!(
-                    "options.onProgress must be a function, got {}",
-                    describe(&cb)
-                )))
-            }
+            Err(cb) => return Err(Error::InvalidType(format!("options.onProgress must be a function, got {}", describe(&cb)))),
         }
     }
     let signal = get(&v, "signal");
     if !signal.is_undefined() {
         if !glue::is_abort_signal(&signal) {
-            return Err(Error::InvalidType(format!(
-                "options.signal must be an AbortSignal, got {}",
-                describe(&signal)
-            )));
+            return Err(Error::InvalidType(format!("options.signal must be an AbortSignal, got {}", describe(&signal))));
         }
         o.signal = Some(signal);
     }
@@ -361,26 +312,16 @@ async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
     let lost = get(device, "lost");
     if lost.is_instance_of::<js_sys::Promise>() {
         // `lost` wins the race only if it has already resolved.
-        let race = js_sys::Promise::race(&js_sys::Array::of2(
-            &lost,
-            &js_sys::Promise::resolve(&JsValue::NULL),
-        ));
+        let race = js_sys::Promise::race(&js_sys::Array::of2(&lost, &js_sys::Promise::resolve(&JsValue::NULL)));
         if let Ok(info) = wasm_bindgen_futures::JsFuture::from(race).await {
             if !info.is_null() && !info.is_undefined() {
                 let text = |k: &str| get(&info, k).as_string().unwrap_or_default();
-                return Err(Error::DeviceLost(format!(
-                    "{}: {}",
-                    text("reason"),
-                    text("message")
-                )));
+                return Err(Error::DeviceLost(format!("{}: {}", text("reason"), text("message"))));
             }
         }
     }
     if !device.is_object() || !get(device, "createBuffer").is_function() {
-        return Err(Error::InvalidType(format!(
-            "could not adopt the host's GPUDevice: expected a GPUDevice, got {}",
-            describe(device)
-        )));
+        return Err(Error::InvalidType(format!("could not adopt the host's GPUDevice: expected a GPUDevice, got {}", describe(device))));
     }
     let a = adopt_device(device).await.map_err(Error::Gpu)?;
     Ok(Gpu::from_device(a.device, a.queue, a.adapter_info, false))
@@ -433,11 +374,7 @@ pub fn create_llama(
     spawn(async move { create(device, source, options).await.map(JsValue::from) })
 }
 
-async fn create(
-    device: JsValue,
-    source: JsValue,
-    options: Option<JsValue>,
-) -> Result<WebLlama, JsValue> {
+async fn create(device: JsValue, source: JsValue, options: Option<JsValue>) -> Result<WebLlama, JsValue> {
     let opts = options_from_js(options).map_err(js_error)?;
     check_abort(&opts.signal)?;
     let src = Source::from_js(&source).await.map_err(js_error)?;
@@ -487,36 +424,17 @@ async fn load(device: &JsValue, src: &Source, opts: &Options) -> Result<WebLlama
     let lost = glue::watch_lost(device);
     let vocab = Vocab::from_gguf(&g);
     let cfg = Config::from_gguf(&g, opts.ctx).map_err(js_error)?;
-    let mut tensors: Vec<(u64, u64)> = cfg
-        .expected_tensors()
-        .iter()
-        .filter_map(|(name, _)| g.tensor(name))
-        .map(|t| (t.offset + t.n_bytes, t.n_bytes))
-        .collect();
+    let mut tensors: Vec<(u64, u64)> =
+        cfg.expected_tensors().iter().filter_map(|(name, _)| g.tensor(name)).map(|t| (t.offset + t.n_bytes, t.n_bytes)).collect();
     tensors.sort_unstable();
     let bytes_total = tensors.iter().map(|t| t.1).sum();
-    let mut reporter = Reporter {
-        tensors,
-        next: 0,
-        bytes_done: 0,
-        bytes_total,
-        on_progress: opts.on_progress.as_ref(),
-        signal: &opts.signal,
-    };
+    let mut reporter = Reporter { tensors, next: 0, bytes_done: 0, bytes_total, on_progress: opts.on_progress.as_ref(), signal: &opts.signal };
 
     // Error scopes (never the host's uncaptured-error handler) catch what the device rejects.
     // Planning is synchronous, so no other code can push or pop scopes in between.
     let oom = gpu.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let planned_load = Llama::load(
-        &gpu,
-        &g,
-        &planned,
-        LoadOptions {
-            ctx: opts.ctx,
-            ..Default::default()
-        },
-    );
+    let planned_load = Llama::load(&gpu, &g, &planned, LoadOptions { ctx: opts.ctx, ..Default::default() });
     let validation = validation.pop();
     let oom = oom.pop();
     drop(g);
@@ -568,30 +486,19 @@ async fn load(device: &JsValue, src: &Source, opts: &Options) -> Result<WebLlama
         ("theta", (c.theta as f64).into()),
         ("experts", c.experts.into()),
         ("topk", c.topk.into()),
-        (
-            "dispatchesPerToken",
-            (llama.dispatches_per_token() as f64).into(),
-        ),
+        ("dispatchesPerToken", (llama.dispatches_per_token() as f64).into()),
         ("weightBytesOnGpu", (weight_gpu as f64).into()),
         ("fileTensorBytes", (weight_file as f64).into()),
         ("gpuBytes", (llama.gpu_bytes() as f64).into()),
         ("nRot", c.n_rot.into()),
         ("trainCtx", c.train_ctx.into()),
         ("tiedOutput", c.tied_output.into()),
-        (
-            "maxStorageBufferBindingSize",
-            (limits.max_storage_buffer_binding_size as f64).into(),
-        ),
+        ("maxStorageBufferBindingSize", (limits.max_storage_buffer_binding_size as f64).into()),
         ("maxBufferSize", (limits.max_buffer_size as f64).into()),
         ("adapter", gpu.adapter_info.as_str().into()),
     ]);
     js_sys::Object::freeze(config.unchecked_ref::<js_sys::Object>());
-    let state = Rc::new(State {
-        llama,
-        config,
-        vocab,
-        lost,
-    });
+    let state = Rc::new(State { llama, config, vocab, lost });
     track(&state);
     Ok(WebLlama { state })
 }
@@ -607,9 +514,7 @@ fn track(state: &Rc<State>) {
         on_panic(Box::new(|| {
             let _ = LIVE.try_with(|live| {
                 if let Ok(live) = live.try_borrow() {
-                    live.iter()
-                        .filter_map(Weak::upgrade)
-                        .for_each(|s| s.llama.dispose());
+                    live.iter().filter_map(Weak::upgrade).for_each(|s| s.llama.dispose());
                 }
             });
         }))
@@ -703,27 +608,15 @@ impl WebLlama {
     /// file without `tokenizer.ggml.tokens`. Feed them to a streaming `TextDecoder`.
     #[wasm_bindgen(js_name = tokenBytes)]
     pub fn token_bytes(&self, id: u32) -> Vec<u8> {
-        self.state
-            .vocab
-            .as_ref()
-            .map(|v| v.bytes(id))
-            .unwrap_or_default()
+        self.state.vocab.as_ref().map(|v| v.bytes(id)).unwrap_or_default()
     }
 
     /// The text of a token sequence (invalid UTF-8 replaced by U+FFFD). Throws an `Error` for a
     /// bad token list, as `forward` rejects.
-    pub fn decode(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] tokens: JsValue,
-    ) -> Result<String, JsValue> {
+    pub fn decode(&self, #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] tokens: JsValue) -> Result<String, JsValue> {
         install();
         let ids = tokens_from_js(&tokens, self.state.llama.config.vocab).map_err(js_error)?;
-        Ok(self
-            .state
-            .vocab
-            .as_ref()
-            .map(|v| v.decode(&ids))
-            .unwrap_or_default())
+        Ok(self.state.vocab.as_ref().map(|v| v.decode(&ids)).unwrap_or_default())
     }
 }
 
@@ -745,8 +638,7 @@ impl Drop for WebLlama {
 #[wasm_bindgen(js_name = testMatvecQ8, unchecked_return_type = "Promise<MatvecQ8Result>")]
 pub fn test_matvec_q8(
     #[wasm_bindgen(unchecked_param_type = "GPUDevice")] device: JsValue,
-    #[wasm_bindgen(js_name = arrayBuffer, unchecked_param_type = "ArrayBuffer | ArrayBufferView")]
-    gguf: JsValue,
+    #[wasm_bindgen(js_name = arrayBuffer, unchecked_param_type = "ArrayBuffer | ArrayBufferView")] gguf: JsValue,
     #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
     #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] x: JsValue,
 ) -> js_sys::Promise {
@@ -754,28 +646,13 @@ pub fn test_matvec_q8(
     spawn(async move { matvec_q8(device, gguf, name, x).await.map_err(js_error) })
 }
 
-async fn matvec_q8(
-    device: JsValue,
-    gguf: JsValue,
-    name: JsValue,
-    x: JsValue,
-) -> Result<JsValue, Error> {
-    let name = name.as_string().ok_or_else(|| {
-        Error::InvalidType(format!(
-            "name must be a tensor name string, got {}",
-            describe(&name)
-        ))
-    })?;
+async fn matvec_q8(device: JsValue, gguf: JsValue, name: JsValue, x: JsValue) -> Result<JsValue, Error> {
+    let name = name.as_string().ok_or_else(|| Error::InvalidType(format!("name must be a tensor name string, got {}", describe(&name))))?;
     let src = JsBytes::from_js(&gguf)?;
     let g = Gguf::parse(&src)?;
-    let t = g
-        .tensor(&name)
-        .ok_or_else(|| Error::MissingTensor(name.clone()))?;
+    let t = g.tensor(&name).ok_or_else(|| Error::MissingTensor(name.clone()))?;
     if t.ggml_type != crate::ggml::GgmlType::Q8_0 {
-        return Err(Error::Input(format!(
-            "testMatvecQ8: tensor {name} is {}, not Q8_0",
-            t.ggml_type.name()
-        )));
+        return Err(Error::Input(format!("testMatvecQ8: tensor {name} is {}, not Q8_0", t.ggml_type.name())));
     }
     let (rows, cols) = crate::probe::shape(&g, &name)?;
     let xs = floats_from_js(&x, cols)?;
@@ -788,38 +665,24 @@ async fn matvec_q8(
         ("cols", cols.into()),
         ("f32", js_sys::Float32Array::from(f32s.as_slice()).into()),
         ("q8", js_sys::Float32Array::from(q8s.as_slice()).into()),
-        (
-            "ref",
-            js_sys::Float64Array::from(reference.as_slice()).into(),
-        ),
+        ("ref", js_sys::Float64Array::from(reference.as_slice()).into()),
     ]))
 }
 
 /// `cols` finite numbers from an array or typed array, as f32.
 fn floats_from_js(v: &JsValue, cols: u32) -> Result<Vec<f32>, Error> {
-    let array_like = js_sys::Array::is_array(v)
-        || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
+    let array_like = js_sys::Array::is_array(v) || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
     if !array_like {
-        return Err(Error::InvalidType(format!(
-            "x must be an array or Float32Array of {cols} numbers, got {}",
-            describe(v)
-        )));
+        return Err(Error::InvalidType(format!("x must be an array or Float32Array of {cols} numbers, got {}", describe(v))));
     }
     let n = get(v, "length").as_f64().unwrap_or(0.0) as u32;
     if n != cols {
-        return Err(Error::Input(format!(
-            "x has {n} values but the tensor has {cols} columns"
-        )));
+        return Err(Error::Input(format!("x has {n} values but the tensor has {cols} columns")));
     }
     (0..n)
         .map(|i| {
             let e = js_sys::Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED);
-            e.as_f64()
-                .filter(|f| f.is_finite())
-                .map(|f| f as f32)
-                .ok_or_else(|| {
-                    Error::Input(format!("x[{i}] is {}, not a finite number", describe(&e)))
-                })
+            e.as_f64().filter(|f| f.is_finite()).map(|f| f as f32).ok_or_else(|| Error::Input(format!("x[{i}] is {}, not a finite number", describe(&e))))
         })
         .collect()
 }
@@ -828,9 +691,7 @@ fn floats_from_js(v: &JsValue, cols: u32) -> Result<Vec<f32>, Error> {
 /// but never shrinks, so after a load it shows the load's peak.
 #[wasm_bindgen(js_name = wasmMemoryBytes)]
 pub fn wasm_memory_bytes() -> f64 {
-    get(&get(&wasm_bindgen::memory(), "buffer"), "byteLength")
-        .as_f64()
-        .unwrap_or(0.0)
+    get(&get(&wasm_bindgen::memory(), "buffer"), "byteLength").as_f64().unwrap_or(0.0)
 }
 
 /// A GGUF metadata value as JS: numbers (64-bit integers beyond 2^53 lose precision), booleans,
@@ -840,20 +701,11 @@ fn value_to_js(v: &crate::gguf::Value) -> JsValue {
     match v {
         V::Bool(b) => (*b).into(),
         V::Str(s) => s.as_str().into(),
-        V::Array(items) => items
-            .iter()
-            .map(value_to_js)
-            .collect::<js_sys::Array>()
-            .into(),
+        V::Array(items) => items.iter().map(value_to_js).collect::<js_sys::Array>().into(),
         V::F32(x) => (*x as f64).into(),
         V::F64(x) => (*x).into(),
         V::I64(x) => (*x as f64).into(),
-        other => other
-            .as_u64()
-            .map(|x| x as f64)
-            .or_else(|| other.as_f64())
-            .unwrap_or(f64::NAN)
-            .into(),
+        other => other.as_u64().map(|x| x as f64).or_else(|| other.as_f64()).unwrap_or(f64::NAN).into(),
     }
 }
 
@@ -863,16 +715,11 @@ fn value_to_js(v: &crate::gguf::Value) -> JsValue {
 /// build a tokenizer). Rejects with a `TypeError` for other sources (a stream can be read only
 /// once: pass it to `createLlama`) and an `Error` naming a malformed header.
 #[wasm_bindgen(js_name = readMetadata, unchecked_return_type = "Promise<Record<string, unknown>>")]
-pub fn read_metadata(
-    #[wasm_bindgen(unchecked_param_type = "ArrayBuffer | ArrayBufferView | Blob")] source: JsValue,
-) -> js_sys::Promise {
+pub fn read_metadata(#[wasm_bindgen(unchecked_param_type = "ArrayBuffer | ArrayBufferView | Blob")] source: JsValue) -> js_sys::Promise {
     install();
     spawn(async move {
         if !matches!(glue::source_kind(&source).as_str(), "arraybuffer" | "blob") {
-            return Err(js_error(Error::InvalidType(format!(
-                "readMetadata takes an ArrayBuffer, a typed array or a Blob, got {}",
-                describe(&source)
-            ))));
+            return Err(js_error(Error::InvalidType(format!("readMetadata takes an ArrayBuffer, a typed array or a Blob, got {}", describe(&source)))));
         }
         let src = Source::from_js(&source).await.map_err(js_error)?;
         let (g, _) = read_header(&src).await.map_err(js_error)?;
@@ -905,8 +752,7 @@ pub fn test_panic(message: String) {
 pub fn test_panic_async(message: String) -> js_sys::Promise {
     install();
     spawn(async move {
-        let _ =
-            wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
+        let _ = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::NULL)).await;
         if !message.is_empty() {
             panic!("{message}");
         }

@@ -55,9 +55,7 @@ pub fn on_panic(f: Box<dyn Fn()>) {
 fn after_panic(message: &str) {
     let pending = PENDING.try_with(|p| p.try_borrow_mut().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default()).unwrap_or_default();
     if !pending.is_empty() {
-        let err = js_sys::Error::new(&format!(
-            "webgpu-llama panicked ({message}); this call was abandoned and the module will be reset: create models again"
-        ));
+        let err = js_sys::Error::new(&format!("webgpu-llama panicked ({message}); this call was abandoned and the module will be reset: create models again"));
         for reject in pending.values() {
             let _ = reject.call1(&JsValue::NULL, &err);
         }

@@ -36,9 +36,7 @@ extern "C" {
 }
 
 fn number(target: &JsValue, key: &str) -> Option<f64> {
-    js_sys::Reflect::get(target, &JsValue::from_str(key))
-        .ok()?
-        .as_f64()
+    js_sys::Reflect::get(target, &JsValue::from_str(key)).ok()?.as_f64()
 }
 
 /// A byte range of a JS `ArrayBuffer` (or `SharedArrayBuffer`) holding a GGUF file.
@@ -56,8 +54,7 @@ impl JsBytes {
     /// [`Error::Input`] naming what was passed when it is none of these.
     pub fn from_js(value: &JsValue) -> Result<JsBytes> {
         if is_view(value) {
-            let buffer = js_sys::Reflect::get(value, &JsValue::from_str("buffer"))
-                .unwrap_or(JsValue::UNDEFINED);
+            let buffer = js_sys::Reflect::get(value, &JsValue::from_str("buffer")).unwrap_or(JsValue::UNDEFINED);
             let start = number(value, "byteOffset").unwrap_or(0.0) as u64;
             let len = number(value, "byteLength").unwrap_or(0.0) as u64;
             return Ok(JsBytes { buffer, start, len });
@@ -66,11 +63,7 @@ impl JsBytes {
         let shared = value.is_instance_of::<js_sys::SharedArrayBuffer>();
         if value.is_instance_of::<js_sys::ArrayBuffer>() || shared {
             let len = number(value, "byteLength").unwrap_or(0.0) as u64;
-            return Ok(JsBytes {
-                buffer: value.clone(),
-                start: 0,
-                len,
-            });
+            return Ok(JsBytes { buffer: value.clone(), start: 0, len });
         }
         Err(Error::InvalidType(format!(
             "expected the GGUF file as an ArrayBuffer, a typed array, a Blob/File, a Response or a ReadableStream, got {}",
@@ -80,12 +73,7 @@ impl JsBytes {
 
     fn check(&self, offset: u64, n: u64, what: &str) -> Result<()> {
         if offset.checked_add(n).is_none_or(|e| e > self.len) {
-            return Err(Error::Truncated {
-                what: what.into(),
-                at: offset,
-                need: n,
-                len: self.len,
-            });
+            return Err(Error::Truncated { what: what.into(), at: offset, need: n, len: self.len });
         }
         Ok(())
     }
@@ -102,12 +90,7 @@ impl ByteSource for JsBytes {
             return Ok(());
         }
         let view = ByteView::new(&self.buffer, (self.start + offset) as f64, buf.len() as f64)
-            .map_err(|e| {
-                Error::Input(format!(
-                    "reading the GGUF's ArrayBuffer failed: {}",
-                    super::api::describe(&e)
-                ))
-            })?;
+            .map_err(|e| Error::Input(format!("reading the GGUF's ArrayBuffer failed: {}", super::api::describe(&e))))?;
         view.unchecked_into::<js_sys::Uint8Array>().copy_to(buf);
         Ok(())
     }
@@ -115,24 +98,9 @@ impl ByteSource for JsBytes {
 
 impl TensorSource for JsBytes {
     /// Copies the range with `GPUQueue.writeBuffer` straight from the `ArrayBuffer`.
-    fn upload(
-        &self,
-        gpu: &Gpu,
-        buffer: &wgpu::Buffer,
-        dst_offset: u64,
-        src_offset: u64,
-        len: u64,
-    ) -> Result<()> {
+    fn upload(&self, gpu: &Gpu, buffer: &wgpu::Buffer, dst_offset: u64, src_offset: u64, len: u64) -> Result<()> {
         self.check(src_offset, len, "tensor data")?;
-        write_from_js(
-            &gpu.queue,
-            buffer,
-            dst_offset,
-            self.buffer.unchecked_ref(),
-            self.start + src_offset,
-            len,
-        )
-        .map_err(Error::Gpu)
+        write_from_js(&gpu.queue, buffer, dst_offset, self.buffer.unchecked_ref(), self.start + src_offset, len).map_err(Error::Gpu)
     }
 }
 
@@ -168,49 +136,25 @@ impl Source {
     pub async fn from_js(value: &JsValue) -> Result<Source> {
         match glue::source_kind(value).as_str() {
             "arraybuffer" => Ok(Source::Buffer(JsBytes::from_js(value)?)),
-            "blob" => Ok(Source::Blob {
-                blob: value.clone(),
-                len: glue::blob_size(value) as u64,
-            }),
+            "blob" => Ok(Source::Blob { blob: value.clone(), len: glue::blob_size(value) as u64 }),
             kind @ ("response" | "stream") => {
                 let (stream, len) = if kind == "response" {
-                    let body =
-                        glue::response_body(value).map_err(|e| stream_error("the Response", &e))?;
-                    (
-                        super::api::get(&body, "stream"),
-                        super::api::get(&body, "length").as_f64().unwrap_or(-1.0),
-                    )
+                    let body = glue::response_body(value).map_err(|e| stream_error("the Response", &e))?;
+                    (super::api::get(&body, "stream"), super::api::get(&body, "length").as_f64().unwrap_or(-1.0))
                 } else {
                     (value.clone(), -1.0)
                 };
                 if len < 0.0 {
-                    if js_sys::Reflect::get(&stream, &"locked".into())
-                        .ok()
-                        .and_then(|v| v.as_bool())
-                        == Some(true)
-                    {
-                        return Err(Error::InvalidType(
-                            "the ReadableStream is locked (already being read)".into(),
-                        ));
+                    if js_sys::Reflect::get(&stream, &"locked".into()).ok().and_then(|v| v.as_bool()) == Some(true) {
+                        return Err(Error::InvalidType("the ReadableStream is locked (already being read)".into()));
                     }
-                    let blob = glue::stream_to_blob(&stream)
-                        .await
-                        .map_err(|e| stream_error("reading the stream", &e))?;
-                    return Ok(Source::Blob {
-                        len: glue::blob_size(&blob) as u64,
-                        blob,
-                    });
+                    let blob = glue::stream_to_blob(&stream).await.map_err(|e| stream_error("reading the stream", &e))?;
+                    return Ok(Source::Blob { len: glue::blob_size(&blob) as u64, blob });
                 }
-                let reader =
-                    glue::RangeReader::new(&stream).map_err(|e| stream_error("the stream", &e))?;
-                Ok(Source::Stream {
-                    reader,
-                    len: len as u64,
-                })
+                let reader = glue::RangeReader::new(&stream).map_err(|e| stream_error("the stream", &e))?;
+                Ok(Source::Stream { reader, len: len as u64 })
             }
-            _ => Err(JsBytes::from_js(value)
-                .err()
-                .unwrap_or_else(|| Error::InvalidType("unreadable model source".into()))),
+            _ => Err(JsBytes::from_js(value).err().unwrap_or_else(|| Error::InvalidType("unreadable model source".into()))),
         }
     }
 
@@ -229,21 +173,14 @@ impl Source {
 
     /// An `ArrayBuffer` holding bytes `[start, end)` of the file, and where `start` is in it.
     async fn range(&self, start: u64, end: u64, what: &str) -> Result<(js_sys::ArrayBuffer, u64)> {
-        let truncated = || Error::Truncated {
-            what: what.to_string(),
-            at: start,
-            need: end - start,
-            len: self.len(),
-        };
+        let truncated = || Error::Truncated { what: what.to_string(), at: start, need: end - start, len: self.len() };
         if end > self.len() {
             return Err(truncated());
         }
         match self {
             Source::Buffer(b) => Ok((b.buffer.clone().unchecked_into(), b.start + start)),
             Source::Blob { blob, .. } => {
-                let ab = glue::blob_range(blob, start as f64, end as f64)
-                    .await
-                    .map_err(|e| stream_error("reading the Blob", &e))?;
+                let ab = glue::blob_range(blob, start as f64, end as f64).await.map_err(|e| stream_error("reading the Blob", &e))?;
                 let got = super::api::get(&ab, "byteLength").as_f64().unwrap_or(0.0) as u64;
                 if got != end - start {
                     return Err(truncated());
@@ -251,21 +188,10 @@ impl Source {
                 Ok((ab.unchecked_into(), 0))
             }
             Source::Stream { reader, .. } => {
-                let r = reader
-                    .range(start as f64, end as f64)
-                    .await
-                    .map_err(|e| stream_error("reading the stream", &e))?;
+                let r = reader.range(start as f64, end as f64).await.map_err(|e| stream_error("reading the stream", &e))?;
                 if let Some(ended) = super::api::get(&r, "ended").as_f64() {
-                    let what = format!(
-                        "{what} (the stream ended after {ended} of its {} bytes)",
-                        self.len()
-                    );
-                    return Err(Error::Truncated {
-                        what,
-                        at: start,
-                        need: end - start,
-                        len: ended as u64,
-                    });
+                    let what = format!("{what} (the stream ended after {ended} of its {} bytes)", self.len());
+                    return Err(Error::Truncated { what, at: start, need: end - start, len: ended as u64 });
                 }
                 let offset = super::api::get(&r, "offset").as_f64().unwrap_or(0.0) as u64;
                 Ok((super::api::get(&r, "buffer").unchecked_into(), offset))
@@ -291,24 +217,11 @@ fn stream_error(what: &str, e: &JsValue) -> Error {
 /// One upload the engine asked for, done once its bytes are read.
 enum Op {
     /// `len` bytes at `src` to `buffer` at `dst`.
-    Copy {
-        buffer: wgpu::Buffer,
-        dst: u64,
-        src: u64,
-        len: u64,
-    },
+    Copy { buffer: wgpu::Buffer, dst: u64, src: u64, len: u64 },
     /// A 1-D tensor widened to f32 into `buffer`.
-    F32 {
-        buffer: wgpu::Buffer,
-        tensor: TensorInfo,
-    },
+    F32 { buffer: wgpu::Buffer, tensor: TensorInfo },
     /// The file's last `len < 4` bytes zero-padded to one word.
-    Tail {
-        buffer: wgpu::Buffer,
-        dst: u64,
-        src: u64,
-        len: u64,
-    },
+    Tail { buffer: wgpu::Buffer, dst: u64, src: u64, len: u64 },
 }
 
 impl Op {
@@ -335,13 +248,7 @@ pub struct Planned<'a> {
 
 impl<'a> Planned<'a> {
     fn new(src: &'a Source) -> Planned<'a> {
-        Planned {
-            src,
-            prefix: Vec::new(),
-            extra: Vec::new(),
-            missed: Cell::new(0),
-            ops: RefCell::new(Vec::new()),
-        }
+        Planned { src, prefix: Vec::new(), extra: Vec::new(), missed: Cell::new(0), ops: RefCell::new(Vec::new()) }
     }
 }
 
@@ -351,16 +258,9 @@ impl ByteSource for Planned<'_> {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .filter(|&e| e <= self.src.len());
+        let end = offset.checked_add(buf.len() as u64).filter(|&e| e <= self.src.len());
         let Some(end) = end else {
-            return Err(Error::Truncated {
-                what: "read".into(),
-                at: offset,
-                need: buf.len() as u64,
-                len: self.src.len(),
-            });
+            return Err(Error::Truncated { what: "read".into(), at: offset, need: buf.len() as u64, len: self.src.len() });
         };
         if let Source::Buffer(b) = self.src {
             return b.read_at(offset, buf);
@@ -376,9 +276,7 @@ impl ByteSource for Planned<'_> {
             }
         }
         self.missed.set(self.missed.get().max(end));
-        Err(Error::Malformed(format!(
-            "bytes {offset}..{end} were needed before the file was streamed"
-        )))
+        Err(Error::Malformed(format!("bytes {offset}..{end} were needed before the file was streamed")))
     }
 }
 
@@ -390,43 +288,16 @@ impl Planned<'_> {
 }
 
 impl TensorSource for Planned<'_> {
-    fn upload(
-        &self,
-        _gpu: &Gpu,
-        buffer: &wgpu::Buffer,
-        dst: u64,
-        src: u64,
-        len: u64,
-    ) -> Result<()> {
-        self.record(Op::Copy {
-            buffer: buffer.clone(),
-            dst,
-            src,
-            len,
-        })
+    fn upload(&self, _gpu: &Gpu, buffer: &wgpu::Buffer, dst: u64, src: u64, len: u64) -> Result<()> {
+        self.record(Op::Copy { buffer: buffer.clone(), dst, src, len })
     }
 
     fn upload_f32(&self, _gpu: &Gpu, buffer: &wgpu::Buffer, t: &TensorInfo) -> Result<()> {
-        self.record(Op::F32 {
-            buffer: buffer.clone(),
-            tensor: t.clone(),
-        })
+        self.record(Op::F32 { buffer: buffer.clone(), tensor: t.clone() })
     }
 
-    fn upload_tail(
-        &self,
-        _gpu: &Gpu,
-        buffer: &wgpu::Buffer,
-        dst: u64,
-        src: u64,
-        len: u64,
-    ) -> Result<()> {
-        self.record(Op::Tail {
-            buffer: buffer.clone(),
-            dst,
-            src,
-            len,
-        })
+    fn upload_tail(&self, _gpu: &Gpu, buffer: &wgpu::Buffer, dst: u64, src: u64, len: u64) -> Result<()> {
+        self.record(Op::Tail { buffer: buffer.clone(), dst, src, len })
     }
 }
 
@@ -457,9 +328,7 @@ pub async fn read_header(src: &Source) -> Result<(Gguf, Planned<'_>)> {
                     return Err(e);
                 }
                 if missed > MAX_HEADER {
-                    return Err(Error::Malformed(format!(
-                        "the header is larger than {MAX_HEADER} bytes (needs byte {missed})"
-                    )));
+                    return Err(Error::Malformed(format!("the header is larger than {MAX_HEADER} bytes (needs byte {missed})")));
                 }
                 want = missed.max(2 * want).min(src.len()).min(MAX_HEADER);
             }
@@ -501,9 +370,7 @@ impl ByteSource for Window<'_> {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let start = offset
-            .checked_sub(self.at)
-            .ok_or_else(|| Error::Malformed(format!("byte {offset} is before the window")))?;
+        let start = offset.checked_sub(self.at).ok_or_else(|| Error::Malformed(format!("byte {offset} is before the window")))?;
         self.bytes.read_at(start, buf)
     }
 }
@@ -536,21 +403,11 @@ pub async fn stream_uploads(
     let mut pieces = Vec::with_capacity(ops.len());
     for op in ops.drain(..) {
         match op {
-            Op::Copy {
-                buffer,
-                dst,
-                src,
-                len,
-            } if len > WINDOW => {
+            Op::Copy { buffer, dst, src, len } if len > WINDOW => {
                 let mut done = 0;
                 while done < len {
                     let n = (len - done).min(WINDOW);
-                    pieces.push(Op::Copy {
-                        buffer: buffer.clone(),
-                        dst: dst + done,
-                        src: src + done,
-                        len: n,
-                    });
+                    pieces.push(Op::Copy { buffer: buffer.clone(), dst: dst + done, src: src + done, len: n });
                     done += n;
                 }
             }
@@ -585,36 +442,22 @@ pub async fn stream_uploads(
 }
 
 /// The writes of one window: the file's bytes `[start, ..)` are at `ab[base..]`.
-fn write_window(
-    gpu: &Gpu,
-    ops: &[Op],
-    ab: &js_sys::ArrayBuffer,
-    base: u64,
-    start: u64,
-) -> Result<()> {
+fn write_window(gpu: &Gpu, ops: &[Op], ab: &js_sys::ArrayBuffer, base: u64, start: u64) -> Result<()> {
     for op in ops {
         let (s, e) = op.range();
         let at = base + (s - start);
         match op {
-            Op::Copy {
-                buffer, dst, len, ..
-            } => {
+            Op::Copy { buffer, dst, len, .. } => {
                 write_from_js(&gpu.queue, buffer, *dst, ab, at, *len).map_err(Error::Gpu)?;
             }
-            Op::Tail {
-                buffer, dst, len, ..
-            } => {
+            Op::Tail { buffer, dst, len, .. } => {
                 let mut word = [0u8; 4];
                 word[..*len as usize].copy_from_slice(&bytes_at(ab, at, *len)?);
                 gpu.queue.write_buffer(buffer, *dst, &word);
             }
             Op::F32 { buffer, tensor } => {
                 let bytes = bytes_at(ab, at, e - s)?;
-                Window {
-                    at: s,
-                    bytes: &bytes,
-                }
-                .upload_f32(gpu, buffer, tensor)?;
+                Window { at: s, bytes: &bytes }.upload_f32(gpu, buffer, tensor)?;
             }
         }
     }
@@ -623,7 +466,6 @@ fn write_window(
 
 /// A copy of `len` bytes of `ab` from byte `at` (offsets as doubles: no 4 GiB wrap).
 fn bytes_at(ab: &js_sys::ArrayBuffer, at: u64, len: u64) -> Result<Vec<u8>> {
-    let view = ByteView::new(ab, at as f64, len as f64)
-        .map_err(|e| js_failure("reading the model's bytes", &e))?;
+    let view = ByteView::new(ab, at as f64, len as f64).map_err(|e| js_failure("reading the model's bytes", &e))?;
     Ok(view.unchecked_into::<js_sys::Uint8Array>().to_vec())
 }

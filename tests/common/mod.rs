@@ -73,10 +73,8 @@ fn number(json: &str, key: &str) -> usize {
 /// Every case in `../shared/reference`, sorted by name.
 pub fn cases() -> Vec<Case> {
     let dir = shared().join("reference");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(String::from))
-        .collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(String::from)).collect();
     names.sort();
     assert!(names.len() >= 12, "expected the 12 shared reference cases, found {}", names.len());
     names.into_iter().map(|n| case(&n)).collect()
@@ -91,7 +89,14 @@ pub fn case(name: &str) -> Case {
     let all: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     let model = string(&json, "model");
     let model = model.rsplit('/').next().unwrap().to_string();
-    Case { name: name.into(), model, prompt: ints(&json, "prompt"), greedy: ints(&json, "greedy"), vocab, rows: all.chunks(vocab).map(|r| r.to_vec()).collect() }
+    Case {
+        name: name.into(),
+        model,
+        prompt: ints(&json, "prompt"),
+        greedy: ints(&json, "greedy"),
+        vocab,
+        rows: all.chunks(vocab).map(|r| r.to_vec()).collect(),
+    }
 }
 
 /// Max abs difference.
