@@ -18,6 +18,9 @@ pub struct BenchOptions {
     pub prompt: u32,
     /// Tokens decoded one at a time, each with its logits read back (tg M).
     pub gen: u32,
+    /// Tokens already in the KV cache before the timed prefill (llama-bench's `-d`): prefill
+    /// and decode are then measured at that depth.
+    pub depth: u32,
     /// KV-cache length (default: prompt + gen).
     pub ctx: Option<u32>,
     /// Repeats of the prefill + decode measurement.
@@ -146,6 +149,8 @@ pub struct BenchReport {
     pub prompt: u32,
     /// See `prompt`.
     pub gen: u32,
+    /// KV-cache depth the prefill and decode were measured at.
+    pub depth: u32,
     /// Peak bandwidth given, GB/s.
     pub peak_gbs: Option<f64>,
     /// Kernel profiles (with [`BenchOptions::profile`]).
@@ -183,8 +188,9 @@ impl std::fmt::Display for BenchReport {
         let st = |x: &Stat| format!("{:.1} (min {:.1}, max {:.1})", x.median, x.min, x.max);
         writeln!(f, "adapter: {}", self.adapter)?;
         writeln!(f, "load: {:.3} s", self.load_s)?;
-        writeln!(f, "prefill pp{}: {} tok/s", self.prompt, st(&self.prefill_tps))?;
-        writeln!(f, "decode tg{}: {} tok/s, {:.3} ms/token", self.gen, st(&self.decode_tps), 1e3 / self.decode_tps.median)?;
+        let at = if self.depth > 0 { format!(" at depth {}", self.depth) } else { String::new() };
+        writeln!(f, "prefill pp{}{at}: {} tok/s", self.prompt, st(&self.prefill_tps))?;
+        writeln!(f, "decode tg{}{at}: {} tok/s, {:.3} ms/token", self.gen, st(&self.decode_tps), 1e3 / self.decode_tps.median)?;
         writeln!(f, "CPU record+submit per decoded token: {:.3} ms", self.encode_ms)?;
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
         writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
@@ -235,7 +241,8 @@ fn tokens(n: u32, vocab: u32, salt: u32) -> Vec<u32> {
 
 /// Loads the model and measures it.
 pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOptions) -> Result<BenchReport> {
-    let ctx = opts.ctx.unwrap_or(opts.prompt + opts.gen).max(opts.prompt + opts.gen);
+    let need = opts.depth + opts.prompt + opts.gen;
+    let ctx = opts.ctx.unwrap_or(need).max(need);
     let t0 = Instant::now();
     let llama = Llama::load(gpu, g, src, LoadOptions { ctx: Some(ctx), ..Default::default() })?;
     // Upload is queued: one tiny forward makes the load time include it.
@@ -243,9 +250,12 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     let load_s = t0.elapsed().as_secs_f64();
     let (mut pre, mut dec, mut enc) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..opts.repeats.max(1) {
+        if opts.depth > 0 {
+            llama.forward(&tokens(opts.depth, llama.config.vocab, r + 100), 0).await?;
+        }
         let prompt = tokens(opts.prompt.max(1), llama.config.vocab, r);
         let t = Instant::now();
-        let mut logits = llama.forward(&prompt, 0).await?;
+        let mut logits = llama.forward(&prompt, opts.depth).await?;
         pre.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
         let t = Instant::now();
         let mut encode = 0.0;
@@ -253,7 +263,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             let next = logits.iter().enumerate().fold((0, f32::MIN), |b, (j, &x)| if x > b.1 { (j, x) } else { b }).0 as u32;
             // forward() split in two, to time the CPU side of a token on its own.
             let te = Instant::now();
-            let pending = llama.submit(&[next], prompt.len() as u32 + i, false)?;
+            let pending = llama.submit(&[next], opts.depth + prompt.len() as u32 + i, false)?;
             encode += te.elapsed().as_secs_f64();
             logits = llama.read(pending).await?;
         }
@@ -262,8 +272,9 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     }
     let mut profiles = Vec::new();
     if opts.profile {
-        let p = opts.prompt.max(1);
-        let cases = [(format!("decode at position {p}"), 1, p), (format!("prefill of {} tokens at 0", p.min(llama.batch())), p.min(llama.batch()), 0)];
+        let (p, d) = (opts.prompt.max(1), opts.depth);
+        let n = p.min(llama.batch());
+        let cases = [(format!("decode at position {}", d + p), 1, d + p), (format!("prefill of {n} tokens at position {d}"), n, d)];
         for (phase, n, pos) in cases {
             match llama.profile(n, pos).await? {
                 Some(list) => profiles.push(Profile::of(phase, n, list)),
@@ -282,6 +293,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         gpu_bytes: llama.gpu_bytes(),
         weight_bytes: llama.weight_bytes(),
         prompt: opts.prompt,
+        depth: opts.depth,
         gen: opts.gen,
         peak_gbs: opts.peak_gbs,
         profiles,

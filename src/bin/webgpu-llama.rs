@@ -53,6 +53,9 @@ mod cli {
             /// Prompt length for prefill.
             #[arg(long, default_value_t = 512)]
             prompt: u32,
+            /// Tokens in the KV cache before the timed prefill and decode (llama-bench's -d).
+            #[arg(long, default_value_t = 0)]
+            depth: u32,
             /// Tokens to decode.
             #[arg(long, default_value_t = 128)]
             gen: u32,
@@ -188,7 +191,22 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Bench { model, prompt, gen, ctx, repeats, peak_gbs, json, default_limits, profile, tile, matvec_max_tokens, splits, checked_shaders } => {
+            Cmd::Bench {
+                model,
+                prompt,
+                depth,
+                gen,
+                ctx,
+                repeats,
+                peak_gbs,
+                json,
+                default_limits,
+                profile,
+                tile,
+                matvec_max_tokens,
+                splits,
+                checked_shaders,
+            } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 let t = gpu.tuning_mut();
@@ -201,7 +219,7 @@ mod cli {
                 t.splits = splits.or(t.splits);
                 t.checked_shaders = checked_shaders;
                 let g = Gguf::parse(bytes.as_slice())?;
-                let opts = webgpu_llama::bench::BenchOptions { prompt, gen, ctx, repeats, peak_gbs, profile };
+                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
                     println!("{}", report.to_json());
