@@ -22,6 +22,9 @@ pub struct Tuning {
     pub tile: Tile,
     /// Forced attention key splits for small batches (else [`crate::attention::splits`]).
     pub splits: Option<u32>,
+    /// Use the matrix-unit matmul (`shaders/matmul_coop.wgsl`: f16 inputs, f32 accumulation) for
+    /// large batches: natively, where the device has 16x16x16 f16 cooperative matrices.
+    pub coop: bool,
     /// Natively, keep wgpu's injected shader runtime checks (see [`crate::kernels::Kernels::pipeline`]).
     pub checked_shaders: bool,
 }
@@ -61,7 +64,7 @@ impl Gpu {
             adapter_info,
             errors,
             binding_cap: None,
-            tuning: Tuning { cpu, tpr: None, matvec_max_tokens: 8, tile: Tile::PORTABLE, splits: None, checked_shaders: false },
+            tuning: Tuning { cpu, tpr: None, matvec_max_tokens: 8, tile: Tile::PORTABLE, splits: None, coop: false, checked_shaders: false },
         };
         gpu.tuning.tile = gpu.default_tile();
         gpu
@@ -107,17 +110,29 @@ impl Gpu {
             .map_err(|e| Error::Gpu(format!("no GPU adapter found (is a Vulkan driver such as lavapipe installed?): {e}")))?;
         let info = adapter.get_info();
         let limits = if default_limits { wgpu::Limits::default() } else { adapter.limits() };
-        let wanted = wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY;
+        // The matrix-unit matmul (shaders/matmul_coop.wgsl) needs 16x16x16 f16 x f16 -> f32
+        // cooperative matrices, f16 in shaders and subgroups of exactly 32.
+        let coop_ok = adapter.cooperative_matrix_properties().iter().any(|p| {
+            (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == wgpu::CooperativeScalarType::F16 && p.cr_type == wgpu::CooperativeScalarType::F32
+        }) && adapter.features().contains(wgpu::Features::SHADER_F16 | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+            && (info.subgroup_min_size, info.subgroup_max_size) == (32, 32);
+        let mut wanted = wgpu::Features::SUBGROUP | wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY;
+        if coop_ok {
+            wanted |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("webgpu-llama"),
                 required_features: adapter.features() & wanted,
                 required_limits: limits,
+                // SAFETY: only the cooperative-matrix feature is experimental; its one kernel is
+                // checked against the f32 kernel by `bench --check-coop` on the devices that have it.
+                experimental_features: if coop_ok { unsafe { wgpu::ExperimentalFeatures::enabled() } } else { wgpu::ExperimentalFeatures::disabled() },
                 ..Default::default()
             })
             .await
             .map_err(|e| Error::Gpu(format!("could not create a device on {}: {e}", info.name)))?;
-        // Cooperative-matrix shapes the adapter offers (for the logs: no kernel uses them yet).
+        // Cooperative-matrix shapes the adapter offers (for the logs).
         let coop: Vec<String> = adapter
             .cooperative_matrix_properties()
             .iter()
@@ -127,6 +142,7 @@ impl Gpu {
         let mut gpu = Gpu::from_device(device, queue, format!("{} ({:?}, {}{coop})", info.name, info.backend, info.driver_info), true);
         gpu.tuning.cpu |= info.device_type == wgpu::DeviceType::Cpu;
         gpu.tuning.tile = gpu.default_tile();
+        gpu.tuning.coop = coop_ok && !gpu.tuning.cpu;
         Ok(gpu)
     }
 

@@ -24,6 +24,8 @@ pub enum Kernel {
     Matvec,
     /// Tiled matrix-matrix product over a batch of tokens (per weight format).
     Matmul,
+    /// The same on the matrix units (cooperative matrices, native only).
+    MatmulCoop,
     /// RoPE and KV-cache write.
     RopeKv,
     /// Causal GQA flash attention of a batch of tokens against the KV cache.
@@ -42,11 +44,12 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 11] = [
+    pub const ALL: [Kernel; 12] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
         Kernel::Matmul,
+        Kernel::MatmulCoop,
         Kernel::RopeKv,
         Kernel::Attention,
         Kernel::AttentionCombine,
@@ -63,6 +66,7 @@ impl Kernel {
             Kernel::RmsNorm => include_str!("../shaders/rmsnorm.wgsl"),
             Kernel::Matvec => include_str!("../shaders/matvec.wgsl"),
             Kernel::Matmul => include_str!("../shaders/matmul.wgsl"),
+            Kernel::MatmulCoop => include_str!("../shaders/matmul_coop.wgsl"),
             Kernel::RopeKv => include_str!("../shaders/rope_kv.wgsl"),
             Kernel::Attention => include_str!("../shaders/attention.wgsl"),
             Kernel::AttentionCombine => include_str!("../shaders/attention_combine.wgsl"),
@@ -80,6 +84,7 @@ impl Kernel {
             Kernel::RmsNorm => "rmsnorm",
             Kernel::Matvec => "matvec",
             Kernel::Matmul => "matmul",
+            Kernel::MatmulCoop => "matmul_coop",
             Kernel::RopeKv => "rope_kv",
             Kernel::Attention => "attention",
             Kernel::AttentionCombine => "attention_combine",
@@ -92,7 +97,7 @@ impl Kernel {
 
     /// Whether the kernel reads weights, and so is composed with a format file.
     pub fn reads_weights(self) -> bool {
-        matches!(self, Kernel::Embed | Kernel::Matvec | Kernel::Matmul | Kernel::MatvecExp | Kernel::MoeDown)
+        matches!(self, Kernel::Embed | Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatvecExp | Kernel::MoeDown)
     }
 }
 
@@ -246,7 +251,9 @@ pub fn format_chunk(ty: GgmlType) -> u32 {
 
 /// The WGSL of `key`.
 pub fn compose(key: &PipelineKey) -> String {
-    let mut s = format!("// composed by kernels::compose: {}\n", key.label());
+    // Enable directives must come first.
+    let enables = if key.kernel == Kernel::MatmulCoop { "enable f16;\nenable wgpu_cooperative_matrix;\n" } else { "" };
+    let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
         Geometry::Rows { tpr, tokens } => s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr),
@@ -259,7 +266,7 @@ pub fn compose(key: &PipelineKey) -> String {
         s += format_source(ty);
         s += "\n";
     }
-    if matches!(key.kernel, Kernel::Matvec | Kernel::Matmul) {
+    if matches!(key.kernel, Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop) {
         s += include_str!("../shaders/linear.wgsl");
         s += "\n";
     }

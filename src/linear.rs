@@ -89,7 +89,9 @@ impl Builder<'_> {
     /// matrix-matrix kernel beyond.
     pub fn linear(&mut self, w: &Matrix, io: Io<'_>) {
         let mv_max = self.gpu.tuning().matvec_max_tokens;
-        let tile = self.gpu.tuning().tile;
+        let coop = self.gpu.tuning().coop;
+        // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
+        let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -107,7 +109,11 @@ impl Builder<'_> {
             let variants = vec![
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: 1 }), &bufs),
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: MATVEC_TOKENS }), &bufs),
-                self.variant(PipelineKey::weights(Kernel::Matmul, w.ty, Geometry::Tile(tile)), &bufs),
+                if coop {
+                    self.variant(PipelineKey::weights(Kernel::MatmulCoop, w.ty, Geometry::Fixed), &bufs)
+                } else {
+                    self.variant(PipelineKey::weights(Kernel::Matmul, w.ty, Geometry::Tile(tile)), &bufs)
+                },
             ];
             let (rows, rpw) = (part.rows, 64 / tpr);
             self.op(variants, move |b| {

@@ -34,7 +34,7 @@ fn b8(b: u32) -> u32 {
 }
 
 // IEEE half in the low 16 bits of `bits`, widened exactly (no shader-f16 needed).
-fn f16(bits: u32) -> f32 {
+fn half(bits: u32) -> f32 {
   return unpack2x16float(bits).x;
 }
 

@@ -18,7 +18,7 @@ fn dq4(rb: u32, c: u32) -> vec4<f32> {
   let i = 8u * n + 2u * j + (l >> 4u);
   let low = (b8(bb + 96u + (i & 7u)) >> (4u * (i >> 3u))) & 15u;
   let high = (b8(bb + 104u + (i & 3u)) >> (2u * (i >> 2u))) & 3u;
-  let dl = f16(h16(bb + 108u)) * f32(i32(low | (high << 4u)) - 32);
+  let dl = half(h16(bb + 108u)) * f32(i32(low | (high << 4u)) - 32);
   let lo = bytes4(ld(bb + 32u + 32u * n + l), 2u * j) & vec4<u32>(3u);
   let hb = bytes4(ld(bb + l), 4u * n + j) & vec4<u32>(1u);
   return dl * (vec4<f32>(lo | (hb << vec4<u32>(2u))) - 4.0);

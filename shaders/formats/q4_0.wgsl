@@ -10,5 +10,5 @@ fn dq4(rb: u32, c: u32) -> vec4<f32> {
   let bb = rb + 18u * (c >> 5u);
   let j = c & 31u;
   let q = bytes4(ld(bb + 2u + (j & 15u)), (j >> 4u) << 2u) & vec4<u32>(15u);
-  return (vec4<f32>(q) - 8.0) * f16(h16(bb));
+  return (vec4<f32>(q) - 8.0) * half(h16(bb));
 }

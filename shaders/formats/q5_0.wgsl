@@ -12,5 +12,5 @@ fn dq4(rb: u32, c: u32) -> vec4<f32> {
   let j = c & 31u;
   let lo = bytes4(ld(bb + 6u + (j & 15u)), (j >> 4u) << 2u) & vec4<u32>(15u);
   let hi = ((vec4<u32>(ld(bb + 2u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
-  return (vec4<f32>(lo | hi) - 16.0) * f16(h16(bb));
+  return (vec4<f32>(lo | hi) - 16.0) * half(h16(bb));
 }

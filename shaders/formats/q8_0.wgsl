@@ -8,5 +8,5 @@ const CHUNK: u32 = 32u;
 fn dq4(rb: u32, c: u32) -> vec4<f32> {
   let bb = rb + 34u * (c >> 5u);
   let q = (vec4<i32>(bitcast<i32>(ld(bb + 2u + (c & 31u)))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
-  return vec4<f32>(q) * f16(h16(bb));
+  return vec4<f32>(q) * half(h16(bb));
 }

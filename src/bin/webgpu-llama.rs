@@ -45,6 +45,8 @@ mod cli {
             /// Create the device with WebGPU's default limits (128 MiB per storage binding).
             #[arg(long)]
             default_limits: bool,
+            #[command(flatten)]
+            choices: Choices,
         },
         /// Measure load, prefill and decode speed (median and spread over repeats).
         Bench {
@@ -77,18 +79,8 @@ mod cli {
             /// Also print the GPU time of every kernel of one decode step and one prefill batch.
             #[arg(long)]
             profile: bool,
-            /// Kernel choices: matrix-matrix tile `BMxBN/TMxTN` (e.g. 64x64/4x4, 128x128/8x8).
-            #[arg(long)]
-            tile: Option<String>,
-            /// Kernel choices: batches of at most this many tokens use the matrix-vector kernel.
-            #[arg(long)]
-            matvec_max_tokens: Option<u32>,
-            /// Kernel choices: attention key splits for small batches (default: by occupancy).
-            #[arg(long)]
-            splits: Option<u32>,
-            /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
-            #[arg(long)]
-            checked_shaders: bool,
+            #[command(flatten)]
+            choices: Choices,
         },
         /// Write a GGUF of a real model's shape with random weights (for benchmarks).
         Gen {
@@ -109,6 +101,42 @@ mod cli {
             /// The GGUF file.
             model: String,
         },
+    }
+
+    /// Kernel choices (defaults: the device's policy, `gpu::Tuning`).
+    #[derive(clap::Args)]
+    struct Choices {
+        /// Matrix-matrix tile `BMxBN/TMxTN` of the portable kernel (e.g. 64x64/4x4, 64x128/4x8).
+        #[arg(long)]
+        tile: Option<String>,
+        /// Batches of at most this many tokens use the matrix-vector kernel.
+        #[arg(long)]
+        matvec_max_tokens: Option<u32>,
+        /// Attention key splits for small batches (default: by occupancy).
+        #[arg(long)]
+        splits: Option<u32>,
+        /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
+        #[arg(long)]
+        checked_shaders: bool,
+        /// Do not use the matrix-unit (cooperative matrix) matmul even where the device has one.
+        #[arg(long)]
+        no_coop: bool,
+    }
+
+    impl Choices {
+        fn apply(&self, gpu: &mut Gpu) -> Result<(), Box<dyn std::error::Error>> {
+            let t = gpu.tuning_mut();
+            if let Some(tile) = &self.tile {
+                t.tile = tile.parse()?;
+            }
+            if let Some(m) = self.matvec_max_tokens {
+                t.matvec_max_tokens = m;
+            }
+            t.splits = self.splits.or(t.splits);
+            t.checked_shaders = self.checked_shaders;
+            t.coop &= !self.no_coop;
+            Ok(())
+        }
     }
 
     pub fn main() -> ExitCode {
@@ -191,33 +219,10 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Bench {
-                model,
-                prompt,
-                depth,
-                gen,
-                ctx,
-                repeats,
-                peak_gbs,
-                json,
-                default_limits,
-                profile,
-                tile,
-                matvec_max_tokens,
-                splits,
-                checked_shaders,
-            } => {
+            Cmd::Bench { model, prompt, depth, gen, ctx, repeats, peak_gbs, json, default_limits, profile, choices } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
-                let t = gpu.tuning_mut();
-                if let Some(tile) = tile {
-                    t.tile = tile.parse()?;
-                }
-                if let Some(m) = matvec_max_tokens {
-                    t.matvec_max_tokens = m;
-                }
-                t.splits = splits.or(t.splits);
-                t.checked_shaders = checked_shaders;
+                choices.apply(&mut gpu)?;
                 let g = Gguf::parse(bytes.as_slice())?;
                 let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
@@ -246,9 +251,10 @@ mod cli {
                 println!("wrote {out} ({} bytes, {shape} {ty}) in {:.1} s", std::fs::metadata(&out)?.len(), t.elapsed().as_secs_f64());
                 Ok(())
             }
-            Cmd::Run { model, tokens, n, ctx, dump_logits, default_limits } => {
+            Cmd::Run { model, tokens, n, ctx, dump_logits, default_limits, choices } => {
                 let bytes = read(&model)?;
-                let gpu = Gpu::native(default_limits).await?;
+                let mut gpu = Gpu::native(default_limits).await?;
+                choices.apply(&mut gpu)?;
                 println!("adapter: {}", gpu.adapter_info);
                 let t0 = Instant::now();
                 let g = Gguf::parse(bytes.as_slice())?;

@@ -1,0 +1,42 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Every kernel, composed for every weight format and the geometries the engine picks, parses and
+//! validates with naga (wgpu's shader compiler) and translates to SPIR-V: shader errors surface
+//! here without a device, including the matrix-unit kernel (`matmul_coop`) that only devices with
+//! cooperative matrices run (lavapipe has none).
+
+use webgpu_llama::ggml::GgmlType;
+use webgpu_llama::kernels::{compose, Geometry, Kernel, PipelineKey, Tile};
+use wgpu::naga;
+
+fn check(key: &PipelineKey) {
+    let src = compose(key);
+    let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{}: {}", key.label(), e.emit_to_string(&src)));
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{}: {}", key.label(), e.emit_to_string(&src)));
+    let opts = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
+    naga::back::spv::write_vec(&module, &info, &opts, None).unwrap_or_else(|e| panic!("{}: SPIR-V: {e}", key.label()));
+}
+
+#[test]
+fn every_kernel_composes_to_valid_wgsl_and_spirv() {
+    let mut n = 0;
+    for kernel in Kernel::ALL {
+        let geometries: Vec<Geometry> = match kernel {
+            Kernel::Matvec | Kernel::MatvecExp | Kernel::MoeDown => {
+                vec![Geometry::Rows { tpr: 1, tokens: 1 }, Geometry::Rows { tpr: 16, tokens: 1 }, Geometry::Rows { tpr: 64, tokens: 8 }]
+            }
+            Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
+            Kernel::Attention => vec![Geometry::Attention { head_dim: 64, tpq: 16, bkv: 16 }, Geometry::Attention { head_dim: 8, tpq: 4, bkv: 32 }],
+            _ => vec![Geometry::Fixed],
+        };
+        let formats: Vec<Option<GgmlType>> = if kernel.reads_weights() { GgmlType::ALL.iter().copied().map(Some).collect() } else { vec![None] };
+        for &geometry in &geometries {
+            for &format in &formats {
+                check(&PipelineKey { kernel, format, geometry });
+                n += 1;
+            }
+        }
+    }
+    println!("{n} kernel variants valid");
+}
