@@ -23,7 +23,8 @@ pub struct Tuning {
     /// Forced attention key splits for small batches (else [`crate::attention::splits`]).
     pub splits: Option<u32>,
     /// Use the matrix-unit matmul (`shaders/matmul_coop.wgsl`: f16 inputs, f32 accumulation) for
-    /// large batches: natively, where the device has 16x16x16 f16 cooperative matrices.
+    /// large batches. Natively only, where the device has 16x16x16 f16 cooperative matrices
+    /// ([`Gpu::has_coop`]); off by default (slower and less exact than the f32 kernel so far).
     pub coop: bool,
     /// Natively, keep wgpu's injected shader runtime checks (see [`crate::kernels::Kernels::pipeline`]).
     pub checked_shaders: bool,
@@ -92,6 +93,11 @@ impl Gpu {
         &mut self.tuning
     }
 
+    /// Whether the device was created with cooperative matrices (see [`Tuning::coop`]).
+    pub fn has_coop(&self) -> bool {
+        self.device.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    }
+
     /// Whether the device is a CPU implementation of the API (lavapipe, SwiftShader: detected
     /// from the adapter's type natively, from its name otherwise), see [`Tuning::cpu`].
     pub fn is_cpu(&self) -> bool {
@@ -142,7 +148,10 @@ impl Gpu {
         let mut gpu = Gpu::from_device(device, queue, format!("{} ({:?}, {}{coop})", info.name, info.backend, info.driver_info), true);
         gpu.tuning.cpu |= info.device_type == wgpu::DeviceType::Cpu;
         gpu.tuning.tile = gpu.default_tile();
-        gpu.tuning.coop = coop_ok && !gpu.tuning.cpu;
+        // Off by default: on an H200 the matrix-unit kernel is both slower than the f32 one
+        // (7.5k vs 8.2k tok/s pp512, 1B Q8_0: its tile loads, not the multiplies, set the pace)
+        // and outside the 2e-3 reference tolerance (f16 activations: 8e-3 to 0.16 max abs).
+        gpu.tuning.coop = false;
         Ok(gpu)
     }
 

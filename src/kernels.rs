@@ -24,7 +24,7 @@ pub enum Kernel {
     Matvec,
     /// Tiled matrix-matrix product over a batch of tokens (per weight format).
     Matmul,
-    /// The same on the matrix units (cooperative matrices, native only).
+    /// The same on the matrix units (cooperative matrices, native only; opt-in).
     MatmulCoop,
     /// RoPE and KV-cache write.
     RopeKv,

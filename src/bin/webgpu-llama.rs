@@ -118,9 +118,10 @@ mod cli {
         /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
         #[arg(long)]
         checked_shaders: bool,
-        /// Do not use the matrix-unit (cooperative matrix) matmul even where the device has one.
+        /// Use the matrix-unit (cooperative matrix) matmul where the device has one (experimental:
+        /// f16 activations, outside the 2e-3 reference tolerance).
         #[arg(long)]
-        no_coop: bool,
+        coop: bool,
     }
 
     impl Choices {
@@ -134,7 +135,11 @@ mod cli {
             }
             t.splits = self.splits.or(t.splits);
             t.checked_shaders = self.checked_shaders;
-            t.coop &= !self.no_coop;
+            let has_coop = gpu.has_coop();
+            if self.coop && !has_coop {
+                return Err("--coop: this device has no 16x16x16 f16 cooperative matrices".into());
+            }
+            gpu.tuning_mut().coop = self.coop;
             Ok(())
         }
     }
