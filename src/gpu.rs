@@ -20,6 +20,10 @@ pub struct Tuning {
     pub matvec_max_tokens: u32,
     /// The matrix-matrix tile.
     pub tile: Tile,
+    /// Workgroups below which a linear op uses the portable tile instead of [`Tuning::tile`]
+    /// (a large tile leaves a GPU idle when it makes few workgroups: a narrow matrix, a short
+    /// batch). 256 is about two waves of a 132-SM GPU.
+    pub min_large_tiles: u32,
     /// Forced attention key splits for small batches (else [`crate::attention::splits`]).
     pub splits: Option<u32>,
     /// Use the matrix-unit matmul (`shaders/matmul_coop.wgsl`: f16 inputs, f32 accumulation) for
@@ -65,7 +69,16 @@ impl Gpu {
             adapter_info,
             errors,
             binding_cap: None,
-            tuning: Tuning { cpu, tpr: None, matvec_max_tokens: 8, tile: Tile::PORTABLE, splits: None, coop: false, checked_shaders: false },
+            tuning: Tuning {
+                cpu,
+                tpr: None,
+                matvec_max_tokens: 8,
+                tile: Tile::PORTABLE,
+                min_large_tiles: 256,
+                splits: None,
+                coop: false,
+                checked_shaders: false,
+            },
         };
         gpu.tuning.tile = gpu.default_tile();
         gpu

@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
-use crate::kernels::{format_chunk, Geometry, Kernel, PipelineKey};
+use crate::kernels::{format_chunk, Geometry, Kernel, PipelineKey, Tile};
 use crate::program::{grid, Builder};
 use crate::weights::Matrix;
 
@@ -90,6 +90,7 @@ impl Builder<'_> {
     pub fn linear(&mut self, w: &Matrix, io: Io<'_>) {
         let mv_max = self.gpu.tuning().matvec_max_tokens;
         let coop = self.gpu.tuning().coop;
+        let min_large = self.gpu.tuning().min_large_tiles;
         // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
         for part in &w.parts {
@@ -106,7 +107,7 @@ impl Builder<'_> {
             };
             let p = self.uniform("linear", &params);
             let bufs = [&p, &self.step.clone(), &part.buffer, io.x, io.y];
-            let variants = vec![
+            let mut variants = vec![
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: 1 }), &bufs),
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: MATVEC_TOKENS }), &bufs),
                 if coop {
@@ -115,12 +116,21 @@ impl Builder<'_> {
                     self.variant(PipelineKey::weights(Kernel::Matmul, w.ty, Geometry::Tile(tile)), &bufs)
                 },
             ];
+            // A large tile leaves a GPU idle when it makes few workgroups (a narrow matrix, a short
+            // batch): then the portable tile, four times the workgroups, takes over.
+            let small = (!coop && tile != Tile::PORTABLE).then_some(Tile::PORTABLE);
+            if let Some(t) = small {
+                variants.push(self.variant(PipelineKey::weights(Kernel::Matmul, w.ty, Geometry::Tile(t)), &bufs));
+            }
             let (rows, rpw) = (part.rows, 64 / tpr);
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
                     1 if mv_max >= 1 => (0, grid(rows.div_ceil(rpw))),
                     n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(rows.div_ceil(rpw))),
-                    n => (2, [rows.div_ceil(tile.bm), n.div_ceil(tile.bn), 1]),
+                    n => match small {
+                        Some(s) if rows.div_ceil(tile.bm) * n.div_ceil(tile.bn) < min_large => (3, [rows.div_ceil(s.bm), n.div_ceil(s.bn), 1]),
+                        _ => (2, [rows.div_ceil(tile.bm), n.div_ceil(tile.bn), 1]),
+                    },
                 })
             });
             let (wbytes, io) = (part.buffer.size(), (w.cols + (1 + io.accumulate as u32) * part.rows) as u64 * 4);
@@ -140,10 +150,11 @@ impl Builder<'_> {
             let step = self.step.clone();
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: 1 }), &[&p, &step, &part.buffer, x, logits]);
             let op = &mut self.program.ops[first + i];
+            let last_index = op.variants.len();
             op.variants.push(last);
             let all = std::mem::replace(&mut op.plan, Box::new(|_| None));
             let rows = part.rows;
-            op.plan = Box::new(move |b| if b.all_logits { all(b) } else { Some((3, grid(rows.div_ceil(64 / tpr)))) });
+            op.plan = Box::new(move |b| if b.all_logits { all(b) } else { Some((last_index, grid(rows.div_ceil(64 / tpr)))) });
             let all = std::mem::replace(&mut op.traffic, Box::new(|_| 0));
             let last = part.buffer.size() + (w.cols + rows) as u64 * 4;
             op.traffic = Box::new(move |b| if b.all_logits { all(b) } else { last });

@@ -203,7 +203,7 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
         1 => t.cpu = true,
         2 => t.tpr = Some(TPRS[i % TPRS.len()]),
         3 => (t.matvec_max_tokens, t.tile) = (0, Tile::PORTABLE),
-        _ => (t.matvec_max_tokens, t.tile) = (0, Tile::LARGE),
+        _ => (t.matvec_max_tokens, t.tile, t.min_large_tiles) = (0, Tile::LARGE, 0),
     }
     if let Some(c) = cap {
         g.cap_binding(c);

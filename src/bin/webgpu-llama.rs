@@ -112,6 +112,9 @@ mod cli {
         /// Batches of at most this many tokens use the matrix-vector kernel.
         #[arg(long)]
         matvec_max_tokens: Option<u32>,
+        /// Workgroups below which a linear op uses the portable tile instead of the large one.
+        #[arg(long)]
+        min_large_tiles: Option<u32>,
         /// Attention key splits for small batches (default: by occupancy).
         #[arg(long)]
         splits: Option<u32>,
@@ -132,6 +135,9 @@ mod cli {
             }
             if let Some(m) = self.matvec_max_tokens {
                 t.matvec_max_tokens = m;
+            }
+            if let Some(m) = self.min_large_tiles {
+                t.min_large_tiles = m;
             }
             t.splits = self.splits.or(t.splits);
             t.checked_shaders = self.checked_shaders;
