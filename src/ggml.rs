@@ -225,6 +225,19 @@ pub fn quantize(ty: GgmlType, values: &[f32]) -> Result<Vec<u8>> {
         }
     }
     let mut out = vec![0u8; bytes as usize];
-    quant::tensor(ty, values, &mut out);
+    // Blocks are independent: large tensors are split over the CPU's threads (whole blocks each).
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (elems, block_bytes) = (ty.block_size() as usize, ty.block_bytes() as usize);
+    let blocks = values.len() / elems;
+    if threads == 1 || blocks < 1 << 16 {
+        quant::tensor(ty, values, &mut out);
+    } else {
+        let per = blocks.div_ceil(threads);
+        std::thread::scope(|s| {
+            for (v, o) in values.chunks(per * elems).zip(out.chunks_mut(per * block_bytes)) {
+                s.spawn(move || quant::tensor(ty, v, o));
+            }
+        });
+    }
     Ok(out)
 }

@@ -8,7 +8,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::kernels::{Geometry, Kernel, PipelineKey};
-use crate::linear::threads_per_row;
+use crate::linear::expert_threads_per_row;
 use crate::program::Builder;
 use crate::weights::Experts;
 
@@ -79,7 +79,7 @@ impl Builder<'_> {
     /// `y[i][y0 + j * rows ..] = W[sel[i][j]] x[i]` for each token's `k` picks, one op per part.
     #[allow(clippy::too_many_arguments)]
     pub fn matvec_exp(&mut self, w: &Experts, k: u32, sel: &wgpu::Buffer, x: &wgpu::Buffer, x_stride: u32, y: &wgpu::Buffer, y_stride: u32, y0: u32) {
-        let tpr = threads_per_row(self.gpu, w.ty, w.rows * k, w.cols);
+        let tpr = expert_threads_per_row(self.gpu, w.ty, w.rows * k, w.cols);
         let step = self.step.clone();
         for part in &w.parts {
             // Experts <= 256 (config), so first and count share one word.
@@ -96,7 +96,7 @@ impl Builder<'_> {
     /// `x[i] += sum_j gate[i][j] W[sel[i][j]] h[i][j]` for each token's `k` picks, one op per part.
     #[allow(clippy::too_many_arguments)]
     pub fn moe_down(&mut self, w: &Experts, k: u32, sel: &wgpu::Buffer, gate: &wgpu::Buffer, h: &wgpu::Buffer, h_stride: u32, x: &wgpu::Buffer) {
-        let tpr = threads_per_row(self.gpu, w.ty, w.rows, w.cols);
+        let tpr = expert_threads_per_row(self.gpu, w.ty, w.rows, w.cols);
         let step = self.step.clone();
         for part in &w.parts {
             let params = DownParams { rows: w.rows, cols: w.cols, k, e0: part.expert_start, ne: part.experts, h_stride, y_stride: w.rows, pad: 0 };

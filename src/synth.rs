@@ -68,6 +68,11 @@ impl Shape {
         Shape { tied: true, theta: 500000.0, ctx: 131072, ..Shape::dense(2048, 16, 32, 8, 8192, 128256) }
     }
 
+    /// Llama-3-8B: d 4096, 32 layers, 32/8 heads, ff 14336, vocab 128256, theta 500000.
+    pub fn llama3_8b() -> Shape {
+        Shape { theta: 500000.0, ctx: 8192, ..Shape::dense(4096, 32, 32, 8, 14336, 128256) }
+    }
+
     /// TinyLlama-1.1B: d 2048, 22 layers, 32/4 heads, ff 5632, vocab 32000.
     pub fn tinyllama() -> Shape {
         Shape::dense(2048, 22, 32, 4, 5632, 32000)
@@ -84,11 +89,12 @@ impl Shape {
         Shape { tied: true, theta: 100000.0, ctx: 8192, ..Shape::dense(576, 30, 9, 3, 1536, 49152) }
     }
 
-    /// A named shape: `llama-3.2-1b`, `tinyllama-1.1b`, `moe-8x-1b`, `smollm2-135m`.
+    /// A named shape: `llama-3.2-1b`, `llama-3-8b`, `tinyllama-1.1b`, `moe-8x-1b`, `smollm2-135m`.
     pub fn named(name: &str) -> Option<Shape> {
         match name {
             "smollm2-135m" => Some(Shape::smollm2_135m()),
             "llama-3.2-1b" => Some(Shape::llama32_1b()),
+            "llama-3-8b" => Some(Shape::llama3_8b()),
             "tinyllama-1.1b" => Some(Shape::tinyllama()),
             "moe-8x-1b" => Some(Shape::moe_1b()),
             _ => None,

@@ -84,7 +84,7 @@ mod cli {
         },
         /// Write a GGUF of a real model's shape with random weights (for benchmarks).
         Gen {
-            /// Shape: llama-3.2-1b, tinyllama-1.1b, moe-8x-1b, smollm2-135m, or smoke (a small dense model).
+            /// Shape: llama-3.2-1b, llama-3-8b, tinyllama-1.1b, moe-8x-1b, smollm2-135m, or smoke (a small dense model).
             #[arg(long)]
             shape: String,
             /// Weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K or Q4_K_M.
@@ -118,6 +118,9 @@ mod cli {
         /// Attention key splits for small batches (default: by occupancy).
         #[arg(long)]
         splits: Option<u32>,
+        /// Threads per row of the matrix-vector kernels: 1, 2, 4 ... 64 (default: by shape and device).
+        #[arg(long)]
+        tpr: Option<u32>,
         /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
         #[arg(long)]
         checked_shaders: bool,
@@ -140,6 +143,12 @@ mod cli {
                 t.min_large_tiles = m;
             }
             t.splits = self.splits.or(t.splits);
+            if let Some(n) = self.tpr {
+                if !n.is_power_of_two() || n > 64 {
+                    return Err(format!("--tpr {n}: expected a power of two from 1 to 64").into());
+                }
+                t.tpr = Some(n);
+            }
             t.checked_shaders = self.checked_shaders;
             let has_coop = gpu.has_coop();
             if self.coop && !has_coop {
@@ -249,9 +258,8 @@ mod cli {
                 use webgpu_llama::synth::{model, Scheme, Shape};
                 let s = match shape.as_str() {
                     "smoke" => Shape::dense(256, 4, 8, 2, 768, 4096),
-                    name => {
-                        Shape::named(name).ok_or_else(|| format!("unknown shape {name:?}: llama-3.2-1b, tinyllama-1.1b, moe-8x-1b, smollm2-135m or smoke"))?
-                    }
+                    name => Shape::named(name)
+                        .ok_or_else(|| format!("unknown shape {name:?}: llama-3.2-1b, llama-3-8b, tinyllama-1.1b, moe-8x-1b, smollm2-135m or smoke"))?,
                 };
                 let scheme = Scheme::parse(&ty).ok_or_else(|| format!("unknown weight format {ty:?}"))?;
                 let t = Instant::now();
