@@ -13,7 +13,7 @@ use crate::kernels::{Geometry, Kernel, PipelineKey};
 use crate::program::{Batch, Builder};
 
 /// Most key splits of one attention dispatch.
-pub const MAX_SPLITS: u32 = 32;
+pub const MAX_SPLITS: u32 = 64;
 /// Key splits are used only for batches of at most this many tokens.
 pub const SPLIT_MAX_TOKENS: u32 = 8;
 
@@ -74,8 +74,10 @@ fn rows_per_workgroup(g: &Geometry) -> u32 {
 }
 
 /// Key splits for a batch of `n_tokens` whose keys run to `kv_len`: enough workgroups to keep a
-/// large GPU busy (about 256), each split at least 64 keys, at most [`MAX_SPLITS`]; 1 for larger
-/// batches (they fill the GPU with query rows) and on CPU adapters.
+/// large GPU busy (about 256) and splits of about 64 keys (a split's keys are walked in series:
+/// at long contexts more splits keep decode flat), at most [`MAX_SPLITS`]; 1 for larger batches
+/// (they fill the GPU with query rows) and on CPU adapters. Measured on an H200, decode of the
+/// Llama-3.2-1B shape Q8_0 at depth 4096 with 16 / 32 / 64 / 128 splits: 325 / 369 / 386 / 354 tok/s.
 pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     if n_tokens > SPLIT_MAX_TOKENS {
         return 1;
@@ -89,7 +91,8 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     let g = cfg.n_heads / cfg.n_kv_heads;
     let decode = geometry(cfg.head_dim, g, gpu.limits().max_compute_workgroup_storage_size);
     let workgroups = cfg.n_kv_heads * (n_tokens * g).div_ceil(rows_per_workgroup(&decode));
-    256u32.div_ceil(workgroups).clamp(1, MAX_SPLITS.min(kv_len.div_ceil(64)))
+    let by_keys = kv_len.div_ceil(64);
+    256u32.div_ceil(workgroups).max(by_keys).clamp(1, MAX_SPLITS.min(by_keys))
 }
 
 /// Bytes of the partial-results buffer attention's key splits need.
