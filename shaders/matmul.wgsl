@@ -20,11 +20,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
   var acc: array<array<vec4<f32>, TN>, TM / 4u>;
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
-    // Weights: BM rows x 8 runs of 4; consecutive threads take consecutive rows, so that their
-    // stores into Ws hit distinct banks.
+    // Weights: BM rows x 8 runs of 4; eight consecutive threads take one row's 32 weights, so
+    // that a load instruction reads a few rows' contiguous bytes.
     for (var i = l.x; i < BM * 8u; i += WG) {
-      let m = i % BM;
-      let j = i / BM;
+      let m = i / 8u;
+      let j = i % 8u;
       let c = k0 + 4u * j;
       var w = vec4<f32>(0.0);
       if (m0 + m < p.rows) {
@@ -41,8 +41,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     }
     // Activations: BN tokens x 8 runs of 4.
     for (var i = l.x; i < BN * 8u; i += WG) {
-      let n = i % BN;
-      let j = i / BN;
+      let n = i / 8u;
+      let j = i % 8u;
       let c = k0 + 4u * j;
       var x = vec4<f32>(0.0);
       if (n0 + n < b.x) {
