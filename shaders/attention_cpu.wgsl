@@ -5,17 +5,20 @@
 // h reading KV head h / (n_heads / n_kv) (Vaswani et al. 2017; Ainslie et al. 2023), key block by
 // key block with an online softmax (Milakov & Gimelshein 2018, as in FlashAttention).
 // Composed (kernels::compose) with `const HD4` (head dim / 4), `WG` (invocations per workgroup),
-// `BK` (keys per block) and `SG` (subgroup size, then equal to BK, or 0); the `//@for v < N` ..
+// `RQ` (query rows per invocation), `BK` (keys per block) and `SG` (subgroup size, then equal to
+// BK, or 0); the `//@for v < N` ..
 // `//@end` blocks are unrolled at compose time ($v replaced by 0 .. N - 1), `//@if SG` ..
 // `//@end` kept only where SG is not 0 (`//@if !SG` where it is).
-// Such compilers run a workgroup's invocations side by side in SIMD lanes: one invocation per
-// row (a (token, query head) pair of KV head y; row r is token r / g, head y * g + r % g), its q
-// and output held in unrolled vec4 registers, and every lane walks the same keys (all the
+// Such compilers run a workgroup's invocations side by side in SIMD lanes: each invocation owns
+// RQ rows (row x * WG * RQ + i * WG + lane for i < RQ; a row is a (token, query head) pair of KV
+// head y: row r is token r / g, head y * g + r % g), their q and outputs held in unrolled vec4
+// registers, so that each key and value read serves RQ rows; every lane walks the same keys (all the
 // workgroup's rows need, masked per row past its position), so that each K and V read has one
 // address across the lanes: one load broadcast, no workgroup memory, no barriers.
 // Bindings: 0 {n_heads, n_kv, q_stride, o_stride, scale}, 1 step {n_tokens, pos0}, 2 qkv
 // [tokens][q_stride] (q of head h at h * HD), 3 kc, 4 vc [ctx][n_kv * HD], 5 o [tokens][o_stride]
-// (all f32, read as vec4: HD, q_stride and o_stride are multiples of 4). Grid (rows / WG, n_kv).
+// (all f32, read as vec4: HD, q_stride and o_stride are multiples of 4). Grid (rows / (WG * RQ),
+// n_kv).
 struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
@@ -36,31 +39,31 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
 //@end
   let g = p.n_heads / p.n_kv;
   let rows = st.n_tokens * g;
-  let r0 = wg.x * WG;
-  let row = min(r0 + l.x, rows - 1u); // idle lanes mirror the last row
-  let t = row / g;
-  let qpos = st.pos0 + t;
+  let r0 = wg.x * (WG * RQ);
   // Keys the workgroup's last row needs (the same for every lane).
-  let kend = st.pos0 + (min(r0 + WG, rows) - 1u) / g + 1u;
+  let kend = st.pos0 + (min(r0 + WG * RQ, rows) - 1u) / g + 1u;
   let kvd4 = p.n_kv * HD4;
   let kh = wg.y * HD4;
-  let qo = (t * p.q_stride) / 4u + (wg.y * g + row % g) * HD4;
+  //@for i < RQ
+  let row$i = min(r0 + $iu * WG + l.x, rows - 1u); // idle lanes mirror the last row
+  let qpos$i = st.pos0 + row$i / g;
+  let qo$i = (row$i / g * p.q_stride) / 4u + (wg.y * g + row$i % g) * HD4;
   //@for d < HD4
-  let q$d = qkv[qo + $du] * p.scale;
-  var o$d = vec4<f32>(0.0);
+  let q$i_$d = qkv[qo$i + $du] * p.scale;
+  var o$i_$d = vec4<f32>(0.0);
   //@end
-  var m = NEG;
-  var z = 0.0;
+  var m$i = NEG;
+  var z$i = 0.0;
+  //@end
   for (var kb = 0u; kb < kend; kb += BK) {
     // Keys past kend read the last key (in bounds) and are masked like those past qpos.
     //@if !SG
     //@for j < BK
     let k$j = min(kb + $ju, kend - 1u) * kvd4 + kh;
-    var s$j = 0.0;
     //@end
     //@for d < HD4
     //@for j < BK
-    s$j += dot(q$d, kc[k$j + $du]);
+    let kv$d_$j = kc[k$j + $du];
     //@end
     //@end
     //@end
@@ -70,47 +73,59 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     let kl = min(kb + sg_lane, kend - 1u) * kvd4 + kh;
     //@for d < HD4
     let kv$d = kc[kl + $du];
-    //@end
     //@for j < BK
-    var s$j = 0.0;
-    //@for d < HD4
-    s$j += dot(q$d, subgroupBroadcast(kv$d, $ju));
+    let kv$d_$j = subgroupBroadcast(kv$d, $ju);
     //@end
+    //@end
+    //@end
+    //@for i < RQ
+    //@for j < BK
+    var s$i_$j = 0.0;
+    //@for d < HD4
+    s$i_$j += dot(q$i_$d, kv$d_$j);
     //@end
     //@end
     // Key 0 is in every row's first block, so mt is finite and a masked key's weight is 0.
-    var mt = m;
+    var mt$i = m$i;
     //@for j < BK
-    s$j = select(NEG, s$j, kb + $ju <= qpos);
-    mt = max(mt, s$j);
+    s$i_$j = select(NEG, s$i_$j, kb + $ju <= qpos$i);
+    mt$i = max(mt$i, s$i_$j);
     //@end
-    let corr = exp(m - mt);
-    z *= corr;
+    let corr$i = exp(m$i - mt$i);
+    z$i *= corr$i;
     //@for j < BK
-    let e$j = exp(s$j - mt);
-    z += e$j;
+    let e$i_$j = exp(s$i_$j - mt$i);
+    z$i += e$i_$j;
+    //@end
+    m$i = mt$i;
     //@end
     //@for d < HD4
-    var u$d = o$d * corr;
     //@if !SG
     //@for j < BK
-    u$d += e$j * vc[k$j + $du];
+    let vv$d_$j = vc[k$j + $du];
     //@end
     //@end
     //@if SG
     let vv$d = vc[kl + $du];
     //@for j < BK
-    u$d += e$j * subgroupBroadcast(vv$d, $ju);
+    let vv$d_$j = subgroupBroadcast(vv$d, $ju);
     //@end
     //@end
-    o$d = u$d;
+    //@for i < RQ
+    var u$i_$d = o$i_$d * corr$i;
+    //@for j < BK
+    u$i_$d += e$i_$j * vv$d_$j;
     //@end
-    m = mt;
+    o$i_$d = u$i_$d;
+    //@end
+    //@end
   }
-  if (r0 + l.x < rows) {
-    let oo = (t * p.o_stride) / 4u + (wg.y * g + row % g) * HD4;
+  //@for i < RQ
+  if (r0 + $iu * WG + l.x < rows) {
+    let oo = (row$i / g * p.o_stride) / 4u + (wg.y * g + row$i % g) * HD4;
     //@for d < HD4
-    o[oo + $du] = o$d / z;
+    o[oo + $du] = o$i_$d / z$i;
     //@end
   }
+  //@end
 }

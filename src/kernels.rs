@@ -245,14 +245,16 @@ pub enum Geometry {
     Tile(Tile),
     /// The CPU matrix-matrix kernel's tile.
     CpuTile(CpuTile),
-    /// The CPU attention kernel: head dim (a multiple of 4), invocations per workgroup (query
-    /// rows), keys per block, subgroup size (0: none; else keys per block equals it and lanes
-    /// are a multiple of it).
+    /// The CPU attention kernel: head dim (a multiple of 4), invocations per workgroup, query rows
+    /// per invocation, keys per block, subgroup size (0: none; else keys per block equals it and
+    /// lanes are a multiple of it).
     CpuAttention {
         /// Head dim.
         head_dim: u32,
-        /// Invocations (query rows) per workgroup.
+        /// Invocations per workgroup.
         lanes: u32,
+        /// Query rows per invocation.
+        rows: u32,
         /// Keys per block.
         keys: u32,
         /// The subgroup size the kernel is compiled for (the device's, fixed), or 0.
@@ -302,7 +304,7 @@ impl PipelineKey {
             Geometry::Rows { tpr, tokens } => s += &format!(" tpr{tpr} x{tokens}"),
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
             Geometry::CpuTile(t) => s += &format!(" {t}"),
-            Geometry::CpuAttention { head_dim, lanes, keys, subgroup } => s += &format!(" hd{head_dim} wg{lanes} bk{keys} sg{subgroup}"),
+            Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
         }
         s
@@ -371,7 +373,9 @@ pub fn compose(key: &PipelineKey) -> String {
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
-        Geometry::CpuAttention { head_dim, lanes, keys, subgroup } => vec![("HD4", head_dim / 4), ("WG", lanes), ("BK", keys), ("SG", subgroup)],
+        Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup } => {
+            vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup)]
+        }
         _ => vec![],
     }
 }

@@ -33,9 +33,9 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::CpuTile(CpuTile { lanes: 64, rows: 2, tokens: 16, subgroup: 8 }),
             ],
             Kernel::AttentionCpu => vec![
-                Geometry::CpuAttention { head_dim: 64, lanes: 32, keys: 4, subgroup: 0 },
-                Geometry::CpuAttention { head_dim: 20, lanes: 8, keys: 3, subgroup: 0 },
-                Geometry::CpuAttention { head_dim: 64, lanes: 32, keys: 8, subgroup: 8 },
+                Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 1, keys: 4, subgroup: 0 },
+                Geometry::CpuAttention { head_dim: 20, lanes: 8, rows: 3, keys: 3, subgroup: 0 },
+                Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 2, keys: 8, subgroup: 8 },
             ],
             Kernel::Attention => vec![Geometry::Attention { head_dim: 64, tpq: 16, bkv: 16 }, Geometry::Attention { head_dim: 8, tpq: 4, bkv: 32 }],
             _ => vec![Geometry::Fixed],
