@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
-use crate::kernels::Tile;
+use crate::kernels::{CpuTile, Tile};
 
 /// Choices of kernel variant that depend on the device; [`Gpu::tuning_mut`] overrides them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -30,6 +30,16 @@ pub struct Tuning {
     /// large batches. Natively only, where the device has 16x16x16 f16 cooperative matrices
     /// ([`Gpu::has_coop`]); off by default (slower and less exact than the f32 kernel so far).
     pub coop: bool,
+    /// The CPU matrix-matrix kernel (`shaders/matmul_cpu.wgsl`) and its tile, for the batches
+    /// beyond [`Tuning::matvec_max_tokens`] when [`Tuning::cpu`] is set; `None`: the tiled GPU
+    /// kernel there too.
+    pub cpu_tile: Option<CpuTile>,
+    /// The subgroup size the CPU kernels are compiled for, sharing loads across a subgroup's
+    /// lanes (the device's fixed size, [`Gpu::subgroup_size`], by default), or 0: none.
+    pub cpu_subgroup: u32,
+    /// Attention of batches beyond [`crate::attention::SPLIT_MAX_TOKENS`] tokens with the CPU
+    /// kernel (`shaders/attention_cpu.wgsl`) when [`Tuning::cpu`] is set.
+    pub cpu_attention: bool,
     /// Natively, keep wgpu's injected shader runtime checks (see [`crate::kernels::Kernels::pipeline`]).
     pub checked_shaders: bool,
 }
@@ -45,6 +55,7 @@ pub struct Gpu {
     pub adapter_info: String,
     errors: Arc<Mutex<Vec<String>>>,
     binding_cap: Option<u64>,
+    subgroup: Option<u32>,
     tuning: Tuning,
 }
 
@@ -69,6 +80,7 @@ impl Gpu {
             adapter_info,
             errors,
             binding_cap: None,
+            subgroup: None,
             tuning: Tuning {
                 cpu,
                 tpr: None,
@@ -77,10 +89,13 @@ impl Gpu {
                 min_large_tiles: 256,
                 splits: None,
                 coop: false,
+                cpu_tile: None,
+                cpu_attention: false,
+                cpu_subgroup: 0,
                 checked_shaders: false,
             },
         };
-        gpu.tuning.tile = gpu.default_tile();
+        gpu.set_cpu(cpu);
         gpu
     }
 
@@ -95,6 +110,16 @@ impl Gpu {
         }
     }
 
+    /// Sets [`Tuning::cpu`] and the choices that follow from it: the matrix-matrix tile and the
+    /// CPU kernels.
+    pub fn set_cpu(&mut self, cpu: bool) {
+        self.tuning.cpu = cpu;
+        self.tuning.tile = self.default_tile();
+        self.tuning.cpu_tile = cpu.then_some(CpuTile::DEFAULT);
+        self.tuning.cpu_subgroup = self.subgroup.unwrap_or(0);
+        self.tuning.cpu_attention = cpu;
+    }
+
     /// The kernel variant choices in force.
     pub fn tuning(&self) -> &Tuning {
         &self.tuning
@@ -104,6 +129,12 @@ impl Gpu {
     /// loading a model: the program is built with the choices of that moment.
     pub fn tuning_mut(&mut self) -> &mut Tuning {
         &mut self.tuning
+    }
+
+    /// The device's subgroup size where it has the `subgroups` feature and one fixed size
+    /// (natively; `None` on the web, where the page's device decides).
+    pub fn subgroup_size(&self) -> Option<u32> {
+        self.subgroup
     }
 
     /// Whether the device was created with cooperative matrices (see [`Tuning::coop`]).
@@ -159,8 +190,10 @@ impl Gpu {
             .collect();
         let coop = if coop.is_empty() { String::new() } else { format!("; cooperative matrix: {}", coop.join(", ")) };
         let mut gpu = Gpu::from_device(device, queue, format!("{} ({:?}, {}{coop})", info.name, info.backend, info.driver_info), true);
-        gpu.tuning.cpu |= info.device_type == wgpu::DeviceType::Cpu;
-        gpu.tuning.tile = gpu.default_tile();
+        // Kernels compiled for one subgroup size need the device to have exactly that one.
+        let fixed = info.subgroup_min_size == info.subgroup_max_size && info.subgroup_min_size.is_power_of_two() && info.subgroup_min_size <= 64;
+        gpu.subgroup = (gpu.device.features().contains(wgpu::Features::SUBGROUP) && fixed).then_some(info.subgroup_min_size);
+        gpu.set_cpu(gpu.tuning.cpu || info.device_type == wgpu::DeviceType::Cpu);
         // Off by default: on an H200 the matrix-unit kernel is both slower than the f32 one
         // (7.5k vs 8.2k tok/s pp512, 1B Q8_0: its tile loads, not the multiplies, set the pace)
         // and outside the 2e-3 reference tolerance (f16 activations: 8e-3 to 0.16 max abs).

@@ -26,12 +26,18 @@ pub enum Kernel {
     Matmul,
     /// The same on the matrix units (cooperative matrices, native only; opt-in).
     MatmulCoop,
+    /// The same on CPU implementations of the API (lavapipe, SwiftShader): whole rows per
+    /// invocation, shared token reads (per weight format).
+    MatmulCpu,
     /// RoPE and KV-cache write.
     RopeKv,
     /// Causal GQA flash attention of a batch of tokens against the KV cache.
     Attention,
     /// Merges attention's key splits (flash-decoding).
     AttentionCombine,
+    /// Causal GQA attention of a batch of tokens on CPU implementations of the API: a query row
+    /// per invocation, every lane walking the same keys.
+    AttentionCpu,
     /// MoE router top-k and gates per token.
     MoeSelect,
     /// Selected experts' gate/up projections per token (per weight format).
@@ -44,15 +50,17 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 12] = [
+    pub const ALL: [Kernel; 14] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
         Kernel::Matmul,
         Kernel::MatmulCoop,
+        Kernel::MatmulCpu,
         Kernel::RopeKv,
         Kernel::Attention,
         Kernel::AttentionCombine,
+        Kernel::AttentionCpu,
         Kernel::MoeSelect,
         Kernel::MatvecExp,
         Kernel::MoeDown,
@@ -67,9 +75,11 @@ impl Kernel {
             Kernel::Matvec => include_str!("../shaders/matvec.wgsl"),
             Kernel::Matmul => include_str!("../shaders/matmul.wgsl"),
             Kernel::MatmulCoop => include_str!("../shaders/matmul_coop.wgsl"),
+            Kernel::MatmulCpu => include_str!("../shaders/matmul_cpu.wgsl"),
             Kernel::RopeKv => include_str!("../shaders/rope_kv.wgsl"),
             Kernel::Attention => include_str!("../shaders/attention.wgsl"),
             Kernel::AttentionCombine => include_str!("../shaders/attention_combine.wgsl"),
+            Kernel::AttentionCpu => include_str!("../shaders/attention_cpu.wgsl"),
             Kernel::MoeSelect => include_str!("../shaders/moe_select.wgsl"),
             Kernel::MatvecExp => include_str!("../shaders/matvec_exp.wgsl"),
             Kernel::MoeDown => include_str!("../shaders/moe_down.wgsl"),
@@ -85,9 +95,11 @@ impl Kernel {
             Kernel::Matvec => "matvec",
             Kernel::Matmul => "matmul",
             Kernel::MatmulCoop => "matmul_coop",
+            Kernel::MatmulCpu => "matmul_cpu",
             Kernel::RopeKv => "rope_kv",
             Kernel::Attention => "attention",
             Kernel::AttentionCombine => "attention_combine",
+            Kernel::AttentionCpu => "attention_cpu",
             Kernel::MoeSelect => "moe_select",
             Kernel::MatvecExp => "matvec_exp",
             Kernel::MoeDown => "moe_down",
@@ -97,7 +109,7 @@ impl Kernel {
 
     /// Whether the kernel reads weights, and so is composed with a format file.
     pub fn reads_weights(self) -> bool {
-        matches!(self, Kernel::Embed | Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatvecExp | Kernel::MoeDown)
+        matches!(self, Kernel::Embed | Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatmulCpu | Kernel::MatvecExp | Kernel::MoeDown)
     }
 }
 
@@ -157,6 +169,64 @@ impl std::str::FromStr for Tile {
     }
 }
 
+/// The CPU matrix-matrix kernel's tile (`shaders/matmul_cpu.wgsl`): `lanes` invocations of
+/// `rows` whole weight rows each, all over the same `tokens` tokens; a workgroup computes
+/// `lanes * rows` x `tokens` outputs, `rows * tokens` accumulators per invocation. With
+/// `subgroup` (the device's subgroup size, needs the `subgroups` feature) the lanes of a subgroup
+/// share the activations' loads through `subgroupBroadcast`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CpuTile {
+    /// Invocations per workgroup (a multiple of the SIMD width: 8 on AVX2, 4 on SSE, and of
+    /// `subgroup`).
+    pub lanes: u32,
+    /// Weight rows per invocation.
+    pub rows: u32,
+    /// Tokens per workgroup.
+    pub tokens: u32,
+    /// The subgroup size the kernel is compiled for (the device's, fixed), or 0: no subgroups.
+    pub subgroup: u32,
+}
+
+impl CpuTile {
+    /// The default: 64 lanes of 3 rows (192 rows: SmolLM2's 576, 960 and 3072 are multiples)
+    /// over 16 tokens; on lavapipe (8 lanes of AVX2, subgroups of 8) the fastest of 64x1/8,
+    /// 64x1/16, 64x2/8, 64x2/16, 64x4/8, 64x4/16, 64x2/32, 64x3/24 and 32x6/16 for SmolLM2's
+    /// prefill (more tokens or rows spill the accumulators, fewer load more per multiply).
+    pub const DEFAULT: CpuTile = CpuTile { lanes: 64, rows: 3, tokens: 16, subgroup: 0 };
+
+    /// Weight rows per workgroup.
+    pub fn bm(&self) -> u32 {
+        self.lanes * self.rows
+    }
+}
+
+impl std::fmt::Display for CpuTile {
+    /// `LANESxROWS/TOKENS[/SUBGROUP]`, e.g. `64x3/16` or `64x3/16/8`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}/{}", self.lanes, self.rows, self.tokens)?;
+        if self.subgroup > 0 {
+            write!(f, "/{}", self.subgroup)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for CpuTile {
+    type Err = String;
+
+    /// `LANESxROWS/TOKENS`: lanes 1 to 256, rows 1 to 8, tokens 1 to 32 (no subgroups: see
+    /// `Tuning::cpu_subgroup`).
+    fn from_str(s: &str) -> Result<CpuTile, String> {
+        let bad = || format!("cpu tile {s:?}: expected LANESxROWS/TOKENS, e.g. 64x3/16");
+        let v: Vec<u32> = s.split(['x', '/']).map(|p| p.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+        let [lanes, rows, tokens] = v[..] else { return Err(bad()) };
+        if !(1..=256).contains(&lanes) || !(1..=8).contains(&rows) || !(1..=32).contains(&tokens) {
+            return Err(bad());
+        }
+        Ok(CpuTile { lanes, rows, tokens, subgroup: 0 })
+    }
+}
+
 /// The geometry a kernel is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Geometry {
@@ -173,6 +243,23 @@ pub enum Geometry {
     },
     /// The matrix-matrix kernel's tile.
     Tile(Tile),
+    /// The CPU matrix-matrix kernel's tile.
+    CpuTile(CpuTile),
+    /// The CPU attention kernel: head dim (a multiple of 4), invocations per workgroup, query rows
+    /// per invocation, keys per block, subgroup size (0: none; else keys per block equals it and
+    /// lanes are a multiple of it).
+    CpuAttention {
+        /// Head dim.
+        head_dim: u32,
+        /// Invocations per workgroup.
+        lanes: u32,
+        /// Query rows per invocation.
+        rows: u32,
+        /// Keys per block.
+        keys: u32,
+        /// The subgroup size the kernel is compiled for (the device's, fixed), or 0.
+        subgroup: u32,
+    },
     /// Attention: head dim, threads per query row (a power of two dividing it), keys per tile.
     Attention {
         /// Head dim.
@@ -216,6 +303,8 @@ impl PipelineKey {
             Geometry::Fixed => {}
             Geometry::Rows { tpr, tokens } => s += &format!(" tpr{tpr} x{tokens}"),
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
+            Geometry::CpuTile(t) => s += &format!(" {t}"),
+            Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
         }
         s
@@ -252,6 +341,8 @@ pub fn format_chunk(ty: GgmlType) -> u32 {
 /// The WGSL of `key`.
 pub fn compose(key: &PipelineKey) -> String {
     // Enable directives must come first.
+    // (Naga takes subgroup built-ins without `enable subgroups;`, and rejects it so far: the
+    // subgroup forms are native only, see `Gpu::subgroup_size`.)
     let enables = if key.kernel == Kernel::MatmulCoop { "enable f16;\nenable wgpu_cooperative_matrix;\n" } else { "" };
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
@@ -259,6 +350,11 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::Rows { tpr, tokens } => s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr),
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
         Geometry::Attention { head_dim, tpq, bkv } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
+        Geometry::CpuTile(_) | Geometry::CpuAttention { .. } => {
+            for (name, v) in consts(key) {
+                s += &format!("const {name}: u32 = {v}u;\n");
+            }
+        }
     }
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
         s += include_str!("../shaders/formats/common.wgsl");
@@ -266,11 +362,83 @@ pub fn compose(key: &PipelineKey) -> String {
         s += format_source(ty);
         s += "\n";
     }
-    if matches!(key.kernel, Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop) {
+    if matches!(key.kernel, Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatmulCpu) {
         s += include_str!("../shaders/linear.wgsl");
         s += "\n";
     }
-    s + key.kernel.source()
+    s + &unroll(key.kernel.source(), &consts(key))
+}
+
+/// The compile-time constants of `key`'s geometry, by name (the bounds of `//@for` blocks).
+fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
+    match key.geometry {
+        Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
+        Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup } => {
+            vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup)]
+        }
+        _ => vec![],
+    }
+}
+
+/// Expands the `//@for v < N` .. `//@end` blocks of a kernel's WGSL (nested ones too): the lines
+/// between them repeated for v = 0 .. N - 1 with `$v` replaced by the number; and the
+/// `//@if N` (`//@if !N`) .. `//@end` blocks: kept where N is not 0 (is 0). N is a literal or
+/// a name of `consts`. WGSL has no way to unroll a loop or to name a register per index, and
+/// the CPU implementations' compilers keep unrolled scalars in registers where a private array
+/// indexed in a loop would live in memory.
+pub fn unroll(src: &str, consts: &[(&str, u32)]) -> String {
+    let lines: Vec<&str> = src.lines().collect();
+    let mut out = String::with_capacity(src.len());
+    expand(&lines, &[], consts, &mut out);
+    out
+}
+
+fn expand(lines: &[&str], vars: &[(String, u32)], consts: &[(&str, u32)], out: &mut String) {
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let t = line.trim();
+        if t.starts_with("//@for ") || t.starts_with("//@if ") {
+            let value = |name: &str| -> u32 {
+                name.parse().ok().or_else(|| consts.iter().find(|c| c.0 == name).map(|c| c.1)).unwrap_or_else(|| panic!("{line}: {name} is not a constant"))
+            };
+            let (var, n) = if let Some(head) = t.strip_prefix("//@for ") {
+                let (var, bound) = head.split_once('<').unwrap_or_else(|| panic!("bad //@for: {line}"));
+                (Some(var.trim()), value(bound.trim()))
+            } else {
+                let cond = t["//@if ".len()..].trim();
+                match cond.strip_prefix('!') {
+                    Some(c) => (None, (value(c.trim()) == 0) as u32),
+                    None => (None, (value(cond) != 0) as u32),
+                }
+            };
+            // The matching //@end.
+            let mut depth = 1;
+            let mut j = i + 1;
+            while depth > 0 {
+                let t = lines.get(j).unwrap_or_else(|| panic!("{line} without //@end")).trim();
+                depth += (t.starts_with("//@for ") || t.starts_with("//@if ")) as i32 - (t == "//@end") as i32;
+                j += 1;
+            }
+            for v in 0..n {
+                let mut vars = vars.to_vec();
+                vars.extend(var.map(|var| (format!("${var}"), v)));
+                expand(&lines[i + 1..j - 1], &vars, consts, out);
+            }
+            i = j;
+            continue;
+        }
+        let mut l = line.to_string();
+        // Longest names first, so that `$ij` is not taken for `$i` followed by `j`.
+        let mut vs = vars.to_vec();
+        vs.sort_by_key(|v| std::cmp::Reverse(v.0.len()));
+        for (name, v) in &vs {
+            l = l.replace(name.as_str(), &v.to_string());
+        }
+        out.push_str(&l);
+        out.push('\n');
+        i += 1;
+    }
 }
 
 /// Compute pipelines, each compiled once on first use (at load) and then shared.

@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
-use crate::kernels::{format_chunk, Geometry, Kernel, PipelineKey, Tile};
+use crate::kernels::{format_chunk, CpuTile, Geometry, Kernel, PipelineKey, Tile};
 use crate::program::{grid, Builder};
 use crate::weights::Matrix;
 
@@ -99,11 +99,15 @@ pub fn expert_threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> 
 impl Builder<'_> {
     /// `Y (+)= W X` over every token of a batch, one op per part of `W`: the matrix-vector
     /// kernel for batches of up to [`crate::gpu::Tuning::matvec_max_tokens`] tokens, the tiled
-    /// matrix-matrix kernel beyond.
+    /// matrix-matrix kernel beyond (on CPU adapters its CPU form, [`crate::gpu::Tuning::cpu_tile`]).
     pub fn linear(&mut self, w: &Matrix, io: Io<'_>) {
         let mv_max = self.gpu.tuning().matvec_max_tokens;
         let coop = self.gpu.tuning().coop;
         let min_large = self.gpu.tuning().min_large_tiles;
+        let sg = self.gpu.tuning().cpu_subgroup;
+        // Subgroups must tile the workgroup.
+        let cpu_tile =
+            self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
         // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
         for part in &w.parts {
@@ -135,13 +139,18 @@ impl Builder<'_> {
             if let Some(t) = small {
                 variants.push(self.variant(PipelineKey::weights(Kernel::Matmul, w.ty, Geometry::Tile(t)), &bufs));
             }
+            let cpu = cpu_tile.map(|t| {
+                variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs));
+                (variants.len() - 1, t)
+            });
             let (rows, rpw) = (part.rows, 64 / tpr);
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
                     1 if mv_max >= 1 => (0, grid(rows.div_ceil(rpw))),
                     n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(rows.div_ceil(rpw))),
-                    n => match small {
-                        Some(s) if rows.div_ceil(tile.bm) * n.div_ceil(tile.bn) < min_large => (3, [rows.div_ceil(s.bm), n.div_ceil(s.bn), 1]),
+                    n => match (cpu, small) {
+                        (Some((i, t)), _) => (i, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
+                        (None, Some(s)) if rows.div_ceil(tile.bm) * n.div_ceil(tile.bn) < min_large => (3, [rows.div_ceil(s.bm), n.div_ceil(s.bn), 1]),
                         _ => (2, [rows.div_ceil(tile.bm), n.div_ceil(tile.bn), 1]),
                     },
                 })

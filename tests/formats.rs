@@ -14,7 +14,7 @@ mod common;
 use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
-use webgpu_llama::kernels::Tile;
+use webgpu_llama::kernels::{CpuTile, Tile};
 use webgpu_llama::linear::threads_per_row;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
@@ -192,9 +192,11 @@ const TPRS: [u32; 6] = [2, 4, 8, 16, 32, 64];
 const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 
 /// `base` with the kernel variant `v`: 0 the GPU policy (coalescing, 4 to 64 threads per row by
-/// width), 1 the CPU policy (a row per thread), 2 a forced shape cycling through [`TPRS`] with
-/// `i`, 3 the tiled matrix-matrix kernel for every batch (portable tile), 4 the same with the
-/// large tile; and, with `cap`, a binding cap.
+/// width), 1 the CPU policy (a row per thread; `matmul_cpu` beyond 8 tokens, with subgroups
+/// where the device has them), 2 a forced shape cycling through [`TPRS`] with `i`, 3 the tiled
+/// matrix-matrix kernel for every batch (portable tile), 4 the same with the large tile, 5 the
+/// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups); and, with `cap`, a
+/// binding cap.
 fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
     let t = g.tuning_mut();
@@ -202,8 +204,9 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
         0 => t.cpu = false,
         1 => t.cpu = true,
         2 => t.tpr = Some(TPRS[i % TPRS.len()]),
-        3 => (t.matvec_max_tokens, t.tile) = (0, Tile::PORTABLE),
-        _ => (t.matvec_max_tokens, t.tile, t.min_large_tiles) = (0, Tile::LARGE, 0),
+        3 => (t.matvec_max_tokens, t.tile, t.cpu_tile) = (0, Tile::PORTABLE, None),
+        4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile) = (0, Tile::LARGE, 0, None),
+        _ => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
     }
     if let Some(c) = cap {
         g.cap_binding(c);
@@ -225,11 +228,11 @@ fn check_format(ty: GgmlType) {
         let cap = per_part * row_bytes + 19;
         assert_eq!(per_binding(cap, row_bytes), per_part);
         for &rows in rows_list {
-            for v in 0..5 {
+            for v in 0..6 {
                 i += 1;
                 let n = if v < 3 { TOKENS[i % TOKENS.len()] } else { [1, 9, 70][i % 3] };
-                check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5][v], [0, 1, 0, 3, 0][v], &mut rng);
-                check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3][v], [0, 5, 0, 0, 2][v], &mut rng);
+                check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5, 1][v], [0, 1, 0, 3, 0, 2][v], &mut rng);
+                check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3, 3][v], [0, 5, 0, 0, 2, 1][v], &mut rng);
             }
         }
         assert_eq!(per_binding(3 * row_bytes + 19, row_bytes), 3);

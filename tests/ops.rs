@@ -12,6 +12,7 @@ mod common;
 use common::gpu;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
+use webgpu_llama::kernels::CpuTile;
 use webgpu_llama::{oneshot, reference, rope, Config, Gpu};
 
 /// The tokens axis.
@@ -214,11 +215,26 @@ fn attention_reference(cfg: &Config, qkv: &[f32], pos0: u32, kc: &[f32], vc: &[f
     out
 }
 
-/// Flash attention for T tokens at several cache depths, without and (T <= 8) with key splits.
+/// Attention for T tokens at several cache depths, without and (T <= 8) with key splits, with
+/// the device's kernel choice (on CPU adapters `attention_cpu` beyond 8 tokens, with subgroups
+/// where the device has them), the CPU kernel without subgroups, and the GPU kernels.
 #[test]
 fn attention() {
-    let gpu = gpu(false);
+    let base = gpu(false);
     let mut rng = Rng(7);
+    for variant in 0..3 {
+        let mut gpu = base.clone();
+        match variant {
+            0 => {}
+            1 => gpu.tuning_mut().cpu_subgroup = 0,
+            _ => gpu.tuning_mut().cpu = false,
+        }
+        attention_on(&gpu, variant, &mut rng);
+    }
+}
+
+fn attention_on(gpu: &Gpu, variant: u32, rng: &mut Rng) {
+    let gpu = gpu.clone();
     for &n in &TOKENS {
         for pos0 in [0, 45] {
             let cfg = attention_config(pos0 + n + 3);
@@ -230,13 +246,14 @@ fn attention() {
             let splits: &[u32] = if n <= webgpu_llama::attention::SPLIT_MAX_TOKENS { &[1, 3, 8] } else { &[1] };
             for &s in splits {
                 let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
-                assert_close(&format!("attention T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
+                assert_close(&format!("attention variant {variant} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
             }
         }
     }
 }
 
-/// The GPU-policy kernel shapes too (threads per row, tiles), on the same device.
+/// The GPU-policy kernel shapes too (threads per row, tiles), and the CPU matrix-matrix kernel's
+/// tiles, on the same device.
 #[test]
 fn linear_gpu_policy_and_matmul_only() {
     let base = gpu(false);
@@ -247,11 +264,18 @@ fn linear_gpu_policy_and_matmul_only() {
     let bytes = ggml::quantize(ty, &w).unwrap();
     let mut exact = vec![0f32; w.len()];
     ggml::dequantize(ty, &bytes, &mut exact).unwrap();
-    for variant in 0..2 {
+    for variant in 0..5 {
         let mut g: Gpu = base.clone();
+        let t = g.tuning_mut();
         match variant {
-            0 => g.tuning_mut().cpu = false,
-            _ => g.tuning_mut().matvec_max_tokens = 0,
+            0 => t.cpu = false,
+            // Every batch through the matrix-matrix kernel: the device's (on CPU adapters
+            // matmul_cpu, with subgroups where it has them), an odd CPU tile without subgroups,
+            // the GPU kernel.
+            1 => t.matvec_max_tokens = 0,
+            2 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
+            3 => (t.matvec_max_tokens, t.cpu_tile) = (0, Some(CpuTile { lanes: 16, rows: 2, tokens: 3, subgroup: 0 })),
+            _ => (t.matvec_max_tokens, t.cpu_tile) = (0, None),
         }
         for &n in &TOKENS {
             let x = rng.vec((n * cols) as usize);

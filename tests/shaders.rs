@@ -5,7 +5,7 @@
 //! cooperative matrices run (lavapipe has none).
 
 use webgpu_llama::ggml::GgmlType;
-use webgpu_llama::kernels::{compose, Geometry, Kernel, PipelineKey, Tile};
+use webgpu_llama::kernels::{compose, CpuTile, Geometry, Kernel, PipelineKey, Tile};
 use wgpu::naga;
 
 fn check(key: &PipelineKey) {
@@ -27,6 +27,16 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 vec![Geometry::Rows { tpr: 1, tokens: 1 }, Geometry::Rows { tpr: 16, tokens: 1 }, Geometry::Rows { tpr: 64, tokens: 8 }]
             }
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
+            Kernel::MatmulCpu => vec![
+                Geometry::CpuTile(CpuTile::DEFAULT),
+                Geometry::CpuTile(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }),
+                Geometry::CpuTile(CpuTile { lanes: 64, rows: 2, tokens: 16, subgroup: 8 }),
+            ],
+            Kernel::AttentionCpu => vec![
+                Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 1, keys: 4, subgroup: 0 },
+                Geometry::CpuAttention { head_dim: 20, lanes: 8, rows: 3, keys: 3, subgroup: 0 },
+                Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 2, keys: 8, subgroup: 8 },
+            ],
             Kernel::Attention => vec![Geometry::Attention { head_dim: 64, tpq: 16, bkv: 16 }, Geometry::Attention { head_dim: 8, tpq: 4, bkv: 32 }],
             _ => vec![Geometry::Fixed],
         };

@@ -124,6 +124,15 @@ mod cli {
         /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
         #[arg(long)]
         checked_shaders: bool,
+        /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
+        #[arg(long)]
+        cpu_tile: Option<String>,
+        /// On CPU adapters, compile the CPU kernels without subgroups.
+        #[arg(long)]
+        no_cpu_subgroups: bool,
+        /// On CPU adapters, use the GPU matrix-matrix and attention kernels for prefill too.
+        #[arg(long)]
+        no_cpu_kernels: bool,
         /// Use the matrix-unit (cooperative matrix) matmul where the device has one (experimental:
         /// f16 activations, outside the 2e-3 reference tolerance).
         #[arg(long)]
@@ -150,6 +159,15 @@ mod cli {
                 t.tpr = Some(n);
             }
             t.checked_shaders = self.checked_shaders;
+            if let Some(c) = &self.cpu_tile {
+                t.cpu_tile = Some(c.parse()?);
+            }
+            if self.no_cpu_subgroups {
+                t.cpu_subgroup = 0;
+            }
+            if self.no_cpu_kernels {
+                (t.cpu_tile, t.cpu_attention) = (None, false);
+            }
             let has_coop = gpu.has_coop();
             if self.coop && !has_coop {
                 return Err("--coop: this device has no 16x16x16 f16 cooperative matrices".into());

@@ -1,0 +1,131 @@
+// attention_cpu: causal GQA softmax attention of a batch of tokens (positions pos0 .. pos0 + n)
+// against the KV cache (positions 0 .. pos0 + n, the batch's keys already written by rope_kv) on
+// CPU implementations of WebGPU (lavapipe, SwiftShader; attention.wgsl is the GPU kernel):
+// o_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t over t <= the query's position, query head
+// h reading KV head h / (n_heads / n_kv) (Vaswani et al. 2017; Ainslie et al. 2023), key block by
+// key block with an online softmax (Milakov & Gimelshein 2018, as in FlashAttention).
+// Composed (kernels::compose) with `const HD4` (head dim / 4), `WG` (invocations per workgroup),
+// `RQ` (query rows per invocation), `BK` (keys per block) and `SG` (subgroup size, then equal to
+// BK, or 0); the `//@for v < N` ..
+// `//@end` blocks are unrolled at compose time ($v replaced by 0 .. N - 1), `//@if SG` ..
+// `//@end` kept only where SG is not 0 (`//@if !SG` where it is).
+// Such compilers run a workgroup's invocations side by side in SIMD lanes: each invocation owns
+// RQ rows (row x * WG * RQ + i * WG + lane for i < RQ; a row is a (token, query head) pair of KV
+// head y: row r is token r / g, head y * g + r % g), their q and outputs held in unrolled vec4
+// registers, so that each key and value read serves RQ rows; every lane walks the same keys (all the
+// workgroup's rows need, masked per row past its position), so that each K and V read has one
+// address across the lanes: one load broadcast, no workgroup memory, no barriers.
+// Bindings: 0 {n_heads, n_kv, q_stride, o_stride, scale}, 1 step {n_tokens, pos0}, 2 qkv
+// [tokens][q_stride] (q of head h at h * HD), 3 kc, 4 vc [ctx][n_kv * HD], 5 o [tokens][o_stride]
+// (all f32, read as vec4: HD, q_stride and o_stride are multiples of 4). Grid (rows / (WG * RQ),
+// n_kv).
+struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
+struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<uniform> st: Step;
+@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> o: array<vec4<f32>>;
+
+const NEG: f32 = -3.0e38; // a masked score
+
+@compute @workgroup_size(WG)
+//@if SG
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u, @builtin(subgroup_invocation_id) sg_lane: u32) {
+//@end
+//@if !SG
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
+//@end
+  let g = p.n_heads / p.n_kv;
+  let rows = st.n_tokens * g;
+  let r0 = wg.x * (WG * RQ);
+  // Keys the workgroup's last row needs (the same for every lane).
+  let kend = st.pos0 + (min(r0 + WG * RQ, rows) - 1u) / g + 1u;
+  let kvd4 = p.n_kv * HD4;
+  let kh = wg.y * HD4;
+  //@for i < RQ
+  let row$i = min(r0 + $iu * WG + l.x, rows - 1u); // idle lanes mirror the last row
+  let qpos$i = st.pos0 + row$i / g;
+  let qo$i = (row$i / g * p.q_stride) / 4u + (wg.y * g + row$i % g) * HD4;
+  //@for d < HD4
+  let q$i_$d = qkv[qo$i + $du] * p.scale;
+  var o$i_$d = vec4<f32>(0.0);
+  //@end
+  var m$i = NEG;
+  var z$i = 0.0;
+  //@end
+  for (var kb = 0u; kb < kend; kb += BK) {
+    // Keys past kend read the last key (in bounds) and are masked like those past qpos.
+    //@if !SG
+    //@for j < BK
+    let k$j = min(kb + $ju, kend - 1u) * kvd4 + kh;
+    //@end
+    //@for d < HD4
+    //@for j < BK
+    let kv$d_$j = kc[k$j + $du];
+    //@end
+    //@end
+    //@end
+    //@if SG
+    // BK = SG: lane j reads key kb + j (and later its value), subgroupBroadcast hands it to
+    // every lane: one load per lane where the compiler would load the shared address per lane.
+    let kl = min(kb + sg_lane, kend - 1u) * kvd4 + kh;
+    //@for d < HD4
+    let kv$d = kc[kl + $du];
+    //@for j < BK
+    let kv$d_$j = subgroupBroadcast(kv$d, $ju);
+    //@end
+    //@end
+    //@end
+    //@for i < RQ
+    //@for j < BK
+    var s$i_$j = 0.0;
+    //@for d < HD4
+    s$i_$j += dot(q$i_$d, kv$d_$j);
+    //@end
+    //@end
+    // Key 0 is in every row's first block, so mt is finite and a masked key's weight is 0.
+    var mt$i = m$i;
+    //@for j < BK
+    s$i_$j = select(NEG, s$i_$j, kb + $ju <= qpos$i);
+    mt$i = max(mt$i, s$i_$j);
+    //@end
+    let corr$i = exp(m$i - mt$i);
+    z$i *= corr$i;
+    //@for j < BK
+    let e$i_$j = exp(s$i_$j - mt$i);
+    z$i += e$i_$j;
+    //@end
+    m$i = mt$i;
+    //@end
+    //@for d < HD4
+    //@if !SG
+    //@for j < BK
+    let vv$d_$j = vc[k$j + $du];
+    //@end
+    //@end
+    //@if SG
+    let vv$d = vc[kl + $du];
+    //@for j < BK
+    let vv$d_$j = subgroupBroadcast(vv$d, $ju);
+    //@end
+    //@end
+    //@for i < RQ
+    var u$i_$d = o$i_$d * corr$i;
+    //@for j < BK
+    u$i_$d += e$i_$j * vv$d_$j;
+    //@end
+    o$i_$d = u$i_$d;
+    //@end
+    //@end
+  }
+  //@for i < RQ
+  if (r0 + $iu * WG + l.x < rows) {
+    let oo = (row$i / g * p.o_stride) / 4u + (wg.y * g + row$i % g) * HD4;
+    //@for d < HD4
+    o[oo + $du] = o$i_$d / z$i;
+    //@end
+  }
+  //@end
+}
