@@ -46,11 +46,13 @@ pub enum Kernel {
     MoeDown,
     /// SwiGLU activation.
     Swiglu,
+    /// Top-k of the logits (two stages).
+    TopK,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 14] = [
+    pub const ALL: [Kernel; 15] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -65,6 +67,7 @@ impl Kernel {
         Kernel::MatvecExp,
         Kernel::MoeDown,
         Kernel::Swiglu,
+        Kernel::TopK,
     ];
 
     /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
@@ -84,6 +87,7 @@ impl Kernel {
             Kernel::MatvecExp => include_str!("../shaders/matvec_exp.wgsl"),
             Kernel::MoeDown => include_str!("../shaders/moe_down.wgsl"),
             Kernel::Swiglu => include_str!("../shaders/swiglu.wgsl"),
+            Kernel::TopK => include_str!("../shaders/topk.wgsl"),
         }
     }
 
@@ -104,6 +108,7 @@ impl Kernel {
             Kernel::MatvecExp => "matvec_exp",
             Kernel::MoeDown => "moe_down",
             Kernel::Swiglu => "swiglu",
+            Kernel::TopK => "topk",
         }
     }
 

@@ -27,6 +27,7 @@ pub mod program;
 pub mod reference;
 pub mod rope;
 pub mod synth;
+pub mod topk;
 pub mod vocab;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

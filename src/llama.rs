@@ -14,6 +14,7 @@ use crate::gpu::Gpu;
 use crate::kernels::Kernels;
 use crate::linear::{Io, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
+use crate::topk::TopK;
 use crate::weights::{Ffn, Progress, TensorSource, Weights};
 
 /// Default tokens per batch (prefill chunk).
@@ -54,6 +55,7 @@ pub struct Llama {
     /// The one-token step at position `filled`, recorded while the GPU runs the last submission
     /// (see [`Llama::submit`]).
     next: RefCell<Option<Prepared>>,
+    topk: TopK,
     disposed: Cell<bool>,
 }
 
@@ -64,6 +66,17 @@ pub struct Pending {
     pub buffer: wgpu::Buffer,
     /// Rows of `vocab` logits in it.
     pub rows: u32,
+}
+
+/// What a forward reads back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Readout {
+    /// The last token's logits.
+    Last,
+    /// Every token's logits.
+    All,
+    /// The last token's top k (ids and logits).
+    TopK(u32),
 }
 
 /// A one-token decode step recorded ahead of its call: its command buffer (the token id and the
@@ -156,6 +169,7 @@ impl Llama {
         b.rmsnorm(d, cfg.eps, &x, &weights.out_norm, &xn);
         b.head(&weights.output, &xn, d, &logits, cfg.vocab);
 
+        let topk = TopK::build(&mut b, &logits, cfg.vocab);
         let Builder { program, buffers, step, .. } = b;
         gpu.check()?;
         Ok(Llama {
@@ -171,6 +185,7 @@ impl Llama {
             buffers,
             readbacks: RefCell::new(Vec::new()),
             next: RefCell::new(None),
+            topk,
             filled: Cell::new(0),
             disposed: Cell::new(false),
         })
@@ -258,10 +273,18 @@ impl Llama {
     ///
     /// Errors: as [`Llama::validate`].
     pub fn submit(&self, tokens: &[u32], start_pos: u32, all_logits: bool) -> Result<Pending> {
+        self.queue(tokens, start_pos, if all_logits { Readout::All } else { Readout::Last })
+    }
+
+    fn queue(&self, tokens: &[u32], start_pos: u32, readout: Readout) -> Result<Pending> {
         self.validate(tokens, start_pos)?;
+        if let Readout::TopK(k) = readout {
+            self.topk.check(k)?;
+        }
+        let all_logits = readout == Readout::All;
         let prepared = self.next.borrow_mut().take();
         if let Some(p) = prepared {
-            if tokens.len() == 1 && !all_logits && p.pos == start_pos {
+            if tokens.len() == 1 && readout == Readout::Last && p.pos == start_pos {
                 let batch = self.plan(1, start_pos, false);
                 self.gpu.queue.write_buffer(&self.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
                 self.gpu.queue.write_buffer(&self.tokens, 0, bytemuck::cast_slice(tokens));
@@ -273,11 +296,24 @@ impl Llama {
             self.readbacks.borrow_mut().push(p.readback);
         }
         let row = self.config.vocab as u64 * 4;
-        let rows = if all_logits { tokens.len() as u32 } else { 1 };
-        let readback = self.readback(rows);
+        let (rows, readback) = match readout {
+            Readout::All => (tokens.len() as u32, self.readback(tokens.len() as u32)),
+            Readout::Last => (1, self.readback(1)),
+            Readout::TopK(k) => {
+                self.topk.set_k(&self.gpu.queue, k);
+                let b = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("top-k readback"),
+                    size: k as u64 * 8,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                (0, b)
+            }
+        };
         let chunk = if all_logits { self.logit_rows } else { self.batch } as usize;
         for (c, part) in tokens.chunks(chunk).enumerate() {
             let first = (c * chunk) as u32;
+            let last = first as usize + part.len() == tokens.len();
             let batch = self.plan(part.len() as u32, start_pos + first, all_logits);
             self.gpu.queue.write_buffer(&self.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
             self.gpu.queue.write_buffer(&self.tokens, 0, bytemuck::cast_slice(part));
@@ -285,11 +321,15 @@ impl Llama {
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
                 self.program.record(&mut pass, &batch);
+                if last && matches!(readout, Readout::TopK(_)) {
+                    self.topk.record(&mut pass);
+                }
             }
-            if all_logits {
-                enc.copy_buffer_to_buffer(&self.logits, 0, &readback, first as u64 * row, part.len() as u64 * row);
-            } else if first as usize + part.len() == tokens.len() {
-                enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, row);
+            match readout {
+                Readout::All => enc.copy_buffer_to_buffer(&self.logits, 0, &readback, first as u64 * row, part.len() as u64 * row),
+                Readout::Last if last => enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, row),
+                Readout::TopK(k) if last => enc.copy_buffer_to_buffer(&self.topk.out, 0, &readback, 0, k as u64 * 8),
+                _ => {}
             }
             self.gpu.queue.submit([enc.finish()]);
         }
@@ -297,6 +337,14 @@ impl Llama {
         self.filled.set(end);
         self.prepare(end);
         Ok(Pending { buffer: readback, rows })
+    }
+
+    /// Queues `tokens` as [`Llama::submit`] does, then the top `k` of the last token's logits
+    /// on the GPU ([`crate::topk`]); the readback holds `k` pairs `(id: u32, logit: f32 bits)`.
+    ///
+    /// Errors: as [`Llama::validate`]; [`Error::Input`] when `k` is not 1 ..= min(128, vocab).
+    pub fn submit_top_k(&self, tokens: &[u32], start_pos: u32, k: u32) -> Result<Pending> {
+        self.queue(tokens, start_pos, Readout::TopK(k))
     }
 
     /// Records the one-token step at `pos` (logits into a pooled readback buffer) for
@@ -348,6 +396,16 @@ impl Llama {
     pub async fn forward_all(&self, tokens: &[u32], start_pos: u32) -> Result<Vec<f32>> {
         let pending = self.submit(tokens, start_pos, true)?;
         self.read(pending).await
+    }
+
+    /// As [`Llama::forward`], but returns only the `k` largest next-token logits with their token
+    /// ids, largest first (equal logits by lower id: the order of a stable descending sort of
+    /// the full logits), computed on the GPU: `8 k` bytes read back instead of `4 vocab`.
+    ///
+    /// Errors: as [`Llama::forward`]; [`Error::Input`] when `k` is not 1 ..= min(128, vocab).
+    pub async fn forward_top_k(&self, tokens: &[u32], start_pos: u32, k: u32) -> Result<Vec<(u32, f32)>> {
+        let pending = self.submit_top_k(tokens, start_pos, k)?;
+        Ok(crate::topk::decode(&self.read(pending).await?, k))
     }
 
     /// GPU time of each dispatch of one batch of `n` tokens at `pos0` (token id 1 each), from

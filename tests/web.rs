@@ -93,6 +93,8 @@ extern "C" {
     fn js_call0(obj: &JsValue, method: &str) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_name = jsCall)]
     fn js_call1(obj: &JsValue, method: &str, a: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_name = jsCall)]
+    fn js_call3(obj: &JsValue, method: &str, a: &JsValue, b: &JsValue, c: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_name = setHostHandler)]
     fn set_host_handler(device: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = destroyDevice)]
@@ -657,6 +659,38 @@ async fn a_start_position_past_the_filled_cache_is_a_range_error_naming_the_gap(
     forward(&llama, &prompt[2..3], 2).await.unwrap();
     let row = forward(&llama, &prompt, 0).await.unwrap();
     assert!(max_abs(&row, &Q8_0.row(prompt.len() - 1)) <= TOLERANCE);
+    js_call0(&llama, "dispose").unwrap();
+}
+
+/// `forwardTopK` against a stable descending sort of `forward`'s logits at the same position:
+/// same ids in the same order, bit-identical logits; bad k rejected with named errors.
+#[wasm_bindgen_test]
+async fn forward_top_k_matches_the_sorted_logits_of_forward() {
+    let dev = device(true).await;
+    let llama = load(&dev, &Q8_0, Some(16)).await;
+    let prompt = Q8_0.prompt();
+    let full = forward(&llama, &prompt, 0).await.unwrap();
+    let mut order: Vec<u32> = (0..full.len() as u32).collect();
+    order.sort_by(|&a, &b| full[b as usize].total_cmp(&full[a as usize]).then(a.cmp(&b)));
+    for k in [1u32, 40, 128] {
+        let p = js_call3(&llama, "forwardTopK", &toks(&prompt), &0.into(), &k.into()).unwrap().unchecked_into::<js_sys::Promise>();
+        let top = settle(p).await.unwrap();
+        let ids = js_get(&top, "ids").unchecked_into::<js_sys::Uint32Array>().to_vec();
+        let logits = js_get(&top, "logits").unchecked_into::<js_sys::Float32Array>().to_vec();
+        assert_eq!(ids, order[..k as usize], "top-{k} ids");
+        for (id, l) in ids.iter().zip(&logits) {
+            assert_eq!(l.to_bits(), full[*id as usize].to_bits(), "top-{k}: logit of id {id}");
+        }
+    }
+    for (k, want) in [
+        (JsValue::from(0), "RangeError: k must be an integer from 1 to 128, got 0"),
+        (JsValue::from(129), "RangeError: top-k: k = 129"),
+        (JsValue::from(2.5), "RangeError: k must be an integer from 1 to 128, got 2.5"),
+        (JsValue::from("4"), "TypeError: k must be an integer from 1 to 128, got the string \"4\""),
+    ] {
+        let p = js_call3(&llama, "forwardTopK", &toks(&prompt), &0.into(), &k).unwrap().unchecked_into::<js_sys::Promise>();
+        assert_has(&settle(p).await.unwrap_err(), want);
+    }
     js_call0(&llama, "dispose").unwrap();
 }
 

@@ -98,6 +98,15 @@ export interface LoadOptions {
  * Blob). */
 export type ModelSource = ArrayBuffer | ArrayBufferView | Blob | Response | ReadableStream<Uint8Array>;
 
+/** forwardTopK's result: the k most likely next tokens, largest logit first (equal logits by
+ * lower id), as a stable descending sort of forward's logits would order them. */
+export interface TopK {
+  /** Token ids, k of them. */
+  ids: Uint32Array;
+  /** Their logits, bit-identical to forward's. */
+  logits: Float32Array;
+}
+
 /** testMatvecQ8's result: one weight matrix times x, three ways. */
 export interface MatvecQ8Result {
   /** Rows (tensor dims[1] * dims[2] ...) and columns (dims[0]). */
@@ -246,6 +255,15 @@ fn tokens_from_js(v: &JsValue, vocab: u32) -> Result<Vec<u32>, Error> {
 }
 
 /// `startPos`: an integer number `0 <= p < 2^32` (`TypeError` when not a number).
+fn top_k_from_js(v: &JsValue) -> Result<u32, Error> {
+    let msg = || format!("k must be an integer from 1 to {}, got {}", crate::topk::MAX_TOP_K, describe(v));
+    match v.as_f64() {
+        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 1.0 && x <= u32::MAX as f64 => Ok(x as u32),
+        Some(_) => Err(Error::Input(msg())),
+        None => Err(Error::InvalidType(msg())),
+    }
+}
+
 fn position_from_js(v: &JsValue) -> Result<u32, Error> {
     let msg = || format!("startPos must be a non-negative integer, got {}", describe(v));
     match v.as_f64() {
@@ -588,6 +606,61 @@ impl WebLlama {
             };
             let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
             Ok(js_sys::Float32Array::from(logits.as_slice()).into())
+        })
+    }
+
+    /// The `k` most likely next tokens after the last of `tokens` (at positions `startPos..`, as
+    /// `forward`), picked on the GPU: `{ ids: Uint32Array, logits: Float32Array }`, `k` entries,
+    /// largest logit first (equal logits by lower id). Reads back `8 k` bytes instead of
+    /// `4 vocab` (for a sampler that only needs the top k). The KV cache advances as with
+    /// `forward`.
+    ///
+    /// Rejects as `forward` does, and with a `RangeError` when `k` is not an integer from 1 to
+    /// min(128, vocab) (a `TypeError` when it is not a number).
+    #[wasm_bindgen(js_name = forwardTopK, unchecked_return_type = "Promise<TopK>")]
+    pub fn forward_top_k(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] tokens: JsValue,
+        #[wasm_bindgen(js_name = startPos, unchecked_param_type = "number")] start_pos: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] k: JsValue,
+    ) -> js_sys::Promise {
+        install();
+        let state = self.state.clone();
+        if let Some(e) = lost_error(&state.lost) {
+            return js_sys::Promise::reject(&e);
+        }
+        let submitted = (|| {
+            if state.llama.is_disposed() {
+                return Err(Error::Disposed);
+            }
+            let tokens = tokens_from_js(&tokens, state.llama.config.vocab)?;
+            let pos = position_from_js(&start_pos)?;
+            let k = top_k_from_js(&k)?;
+            state.llama.validate(&tokens, pos)?;
+            let scope = state.llama.gpu().device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let readback = state.llama.submit_top_k(&tokens, pos, k);
+            let popped = scope.pop();
+            Ok((readback?, popped, k))
+        })();
+        spawn(async move {
+            let (readback, popped, k) = submitted.map_err(js_error)?;
+            let checked = match popped.await {
+                Some(e) => Err(gpu_error(e)),
+                None => state.llama.gpu().map_read(&readback.buffer).await,
+            };
+            readback.buffer.destroy();
+            let bytes = match checked {
+                Ok(b) => b,
+                Err(e) => return Err(or_lost(&state.lost, js_error(e)).await),
+            };
+            let words: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
+            let top = crate::topk::decode(&words, k);
+            let ids: Vec<u32> = top.iter().map(|p| p.0).collect();
+            let logits: Vec<f32> = top.iter().map(|p| p.1).collect();
+            let out = js_sys::Object::new();
+            js_sys::Reflect::set(&out, &"ids".into(), &js_sys::Uint32Array::from(ids.as_slice()))?;
+            js_sys::Reflect::set(&out, &"logits".into(), &js_sys::Float32Array::from(logits.as_slice()))?;
+            Ok(out.into())
         })
     }
 

@@ -1,0 +1,79 @@
+//! Top-k of the logits on the GPU (`shaders/topk.wgsl`): a sampler that only needs the k most
+//! likely tokens reads back `8 k` bytes instead of `4 vocab` (512 KB for Llama-3's vocabulary).
+//! Two dispatches after the output head: each workgroup's top k of a slice of the logits, then
+//! the top k of those candidates.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::error::{Error, Result};
+use crate::kernels::{Kernel, PipelineKey};
+use crate::program::{Builder, Variant};
+
+/// The largest k [`crate::llama::Llama::forward_top_k`] takes (the cost grows as k^2).
+pub const MAX_TOP_K: u32 = 128;
+/// Logits per first-stage workgroup (`SLICE` in the shader).
+const SLICE: u32 = 1024;
+
+/// `struct P` of `shaders/topk.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct TopKParams {
+    n: u32,
+    k: u32,
+    stage: u32,
+    pad: u32,
+}
+
+/// The two stages, bound at load to the model's logits row 0.
+pub struct TopK {
+    stages: [(Variant, wgpu::Buffer, u32); 2],
+    /// `[MAX_TOP_K]` of `(id, f32 bits)`: the result, best first.
+    pub out: wgpu::Buffer,
+    vocab: u32,
+}
+
+impl TopK {
+    /// Compiles the kernel and allocates its candidates and output for `vocab` logits.
+    pub fn build(b: &mut Builder<'_>, logits: &wgpu::Buffer, vocab: u32) -> TopK {
+        let slices = vocab.div_ceil(SLICE);
+        let cand = b.storage("top-k candidates", slices as u64 * MAX_TOP_K as u64 * 8);
+        let out = b.storage("top-k", MAX_TOP_K as u64 * 8);
+        let key = PipelineKey::plain(Kernel::TopK);
+        let stage = |b: &mut Builder<'_>, stage: u32, workgroups: u32| {
+            let params = b.uniform("top-k", &TopKParams { n: vocab, k: 1, stage, pad: 0 });
+            (b.variant(key, &[&params, logits, &cand, &out]), params, workgroups)
+        };
+        let stages = [stage(b, 1, slices), stage(b, 2, 1)];
+        TopK { stages, out, vocab }
+    }
+
+    /// Checks `k`: 1 ..= min([`MAX_TOP_K`], vocab).
+    pub fn check(&self, k: u32) -> Result<()> {
+        if k == 0 || k > MAX_TOP_K.min(self.vocab) {
+            return Err(Error::Input(format!("top-k: k = {k} must be from 1 to {} (the vocabulary or {MAX_TOP_K}, the smaller)", MAX_TOP_K.min(self.vocab))));
+        }
+        Ok(())
+    }
+
+    /// Writes the parameters for `k` (queued before the pass that [`TopK::record`]s).
+    pub fn set_k(&self, queue: &wgpu::Queue, k: u32) {
+        let slices = self.vocab.div_ceil(SLICE);
+        queue.write_buffer(&self.stages[0].1, 0, bytemuck::bytes_of(&TopKParams { n: self.vocab, k, stage: 1, pad: 0 }));
+        queue.write_buffer(&self.stages[1].1, 0, bytemuck::bytes_of(&TopKParams { n: slices * k, k, stage: 2, pad: 0 }));
+    }
+
+    /// Both stages, after the forward pass in the same compute pass.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        for (v, _, workgroups) in &self.stages {
+            pass.set_pipeline(&v.pipeline);
+            pass.set_bind_group(0, &v.bind, &[]);
+            pass.dispatch_workgroups(*workgroups, 1, 1);
+        }
+    }
+}
+
+/// `(id, logit)` pairs from the readback of [`TopK::out`], read as `2 k` words (ids are the
+/// bits of the even words; empty entries dropped).
+pub fn decode(words: &[f32], k: u32) -> Vec<(u32, f32)> {
+    words[..2 * k as usize].chunks(2).map(|w| (w[0].to_bits(), w[1])).filter(|&(id, _)| id != u32::MAX).collect()
+}

@@ -1,0 +1,68 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! `Llama::forward_top_k` (`shaders/topk.wgsl`) against a stable descending sort of the full
+//! logits from `Llama::forward` on the same positions: the same ids in the same order and
+//! bit-identical logits, for a small vocabulary (one first-stage slice) and SmolLM2's 49152
+//! (48 slices merged), after a prompt and after a decode step; bad k rejected.
+
+mod common;
+
+use common::*;
+use pollster::block_on;
+use webgpu_llama::llama::Llama;
+
+/// The k largest of `logits`, larger first, equal ones by lower id.
+fn sorted_top(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
+    let mut v: Vec<(u32, f32)> = logits.iter().enumerate().map(|(i, &x)| (i as u32, x)).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(k);
+    v
+}
+
+fn check(llama: &Llama, name: &str, tokens: &[u32], pos: u32) {
+    let full = block_on(llama.forward(tokens, pos)).unwrap();
+    for k in [1u32, 2, 40, 128] {
+        let got = block_on(llama.forward_top_k(tokens, pos, k)).unwrap();
+        let want = sorted_top(&full, k as usize);
+        let ids: Vec<u32> = got.iter().map(|p| p.0).collect();
+        let want_ids: Vec<u32> = want.iter().map(|p| p.0).collect();
+        assert_eq!(ids, want_ids, "{name}: top-{k} ids at position {pos}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.1.to_bits(), w.1.to_bits(), "{name}: top-{k} logit of id {}", g.0);
+        }
+    }
+}
+
+fn run(case_name: &str) {
+    let c = case(case_name);
+    let gpu = gpu(false);
+    let bytes = std::fs::read(model_path(&c.model)).unwrap();
+    let llama = load(&gpu, &bytes, None);
+    let p = c.prompt.len() as u32;
+    check(&llama, case_name, &c.prompt, 0);
+    // A decode step after the prompt (the cache holds the prompt: the last call re-ran it).
+    check(&llama, case_name, &[c.greedy[0]], p);
+}
+
+#[test]
+fn top_k_of_a_small_vocabulary_matches_the_sorted_logits() {
+    run("stories260K-f32");
+}
+
+#[test]
+fn top_k_over_many_slices_matches_the_sorted_logits() {
+    run("smollm2-135m-instruct-q4_1");
+}
+
+#[test]
+fn bad_k_is_an_input_error() {
+    let c = case("stories260K-f32");
+    let gpu = gpu(false);
+    let bytes = std::fs::read(model_path(&c.model)).unwrap();
+    let llama = load(&gpu, &bytes, None);
+    for k in [0u32, 129] {
+        let e = block_on(llama.forward_top_k(&c.prompt, 0, k)).unwrap_err().to_string();
+        assert!(e.contains("top-k") && e.contains(&format!("k = {k}")), "k = {k}: {e}");
+    }
+    // Still usable afterwards.
+    assert_eq!(block_on(llama.forward_top_k(&c.prompt, 0, 3)).unwrap().len(), 3);
+}
