@@ -112,6 +112,14 @@ if [[ -f package.json ]]; then
     else
         log "node_modules present"
     fi
+    # The page test installs the packed tarball with `npm install --offline`: that resolves the
+    # package's own dependencies from the cache, which `npm ci` does not fill with their registry
+    # metadata. `npm cache add` does (and is quick once cached).
+    deps=$(node -e 'const d = require("./package.json").dependencies || {}; console.log(Object.entries(d).map(([n, v]) => n + "@" + v).join(" "))')
+    if [[ -n "$deps" ]]; then
+        log "npm cache add $deps"
+        npm cache add $deps
+    fi
 else
     log "warning: no package.json; skipping npm (needs: $(tr '\n' ' ' < scripts/npm-devdeps.txt))"
 fi
