@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
-use crate::llama::{Llama, LoadOptions};
+use crate::llama::{Llama, LoadOptions, Pending};
 use crate::vocab::Vocab;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -572,41 +572,15 @@ impl WebLlama {
         #[wasm_bindgen(unchecked_param_type = "ArrayLike<number>")] tokens: JsValue,
         #[wasm_bindgen(js_name = startPos, unchecked_param_type = "number")] start_pos: JsValue,
     ) -> js_sys::Promise {
-        install();
-        let state = self.state.clone();
-        if let Some(e) = lost_error(&state.lost) {
-            return js_sys::Promise::reject(&e);
-        }
-        let submitted = (|| {
-            if state.llama.is_disposed() {
-                return Err(Error::Disposed);
-            }
-            let tokens = tokens_from_js(&tokens, state.llama.config.vocab)?;
-            let pos = position_from_js(&start_pos)?;
-            state.llama.validate(&tokens, pos)?;
-            // Synchronous: push, submit, pop. No await inside the scope.
-            let scope = state.llama.gpu().device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let readback = state.llama.submit(&tokens, pos, false);
-            let popped = scope.pop();
-            Ok((readback?, popped))
-        })();
-        spawn(async move {
-            let (readback, popped) = submitted.map_err(js_error)?;
-            let checked = match popped.await {
-                Some(e) => Err(gpu_error(e)),
-                None => state.llama.gpu().map_read(&readback.buffer).await,
-            };
-            match &checked {
-                Ok(_) => state.llama.recycle(readback),
-                Err(_) => readback.buffer.destroy(),
-            }
-            let bytes = match checked {
-                Ok(b) => b,
-                Err(e) => return Err(or_lost(&state.lost, js_error(e)).await),
-            };
-            let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
-            Ok(js_sys::Float32Array::from(logits.as_slice()).into())
-        })
+        self.queue_and_read(
+            &tokens,
+            &start_pos,
+            |llama, tokens, pos| llama.submit(tokens, pos, false),
+            |bytes| {
+                let logits: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
+                Ok(js_sys::Float32Array::from(logits.as_slice()).into())
+            },
+        )
     }
 
     /// The `k` most likely next tokens after the last of `tokens` (at positions `startPos..`, as
@@ -624,44 +598,22 @@ impl WebLlama {
         #[wasm_bindgen(js_name = startPos, unchecked_param_type = "number")] start_pos: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] k: JsValue,
     ) -> js_sys::Promise {
-        install();
-        let state = self.state.clone();
-        if let Some(e) = lost_error(&state.lost) {
-            return js_sys::Promise::reject(&e);
-        }
-        let submitted = (|| {
-            if state.llama.is_disposed() {
-                return Err(Error::Disposed);
-            }
-            let tokens = tokens_from_js(&tokens, state.llama.config.vocab)?;
-            let pos = position_from_js(&start_pos)?;
-            let k = top_k_from_js(&k)?;
-            state.llama.validate(&tokens, pos)?;
-            let scope = state.llama.gpu().device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let readback = state.llama.submit_top_k(&tokens, pos, k);
-            let popped = scope.pop();
-            Ok((readback?, popped, k))
-        })();
-        spawn(async move {
-            let (readback, popped, k) = submitted.map_err(js_error)?;
-            let checked = match popped.await {
-                Some(e) => Err(gpu_error(e)),
-                None => state.llama.gpu().map_read(&readback.buffer).await,
-            };
-            readback.buffer.destroy();
-            let bytes = match checked {
-                Ok(b) => b,
-                Err(e) => return Err(or_lost(&state.lost, js_error(e)).await),
-            };
-            let words: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
-            let top = crate::topk::decode(&words, k);
-            let ids: Vec<u32> = top.iter().map(|p| p.0).collect();
-            let logits: Vec<f32> = top.iter().map(|p| p.1).collect();
-            let out = js_sys::Object::new();
-            js_sys::Reflect::set(&out, &"ids".into(), &js_sys::Uint32Array::from(ids.as_slice()))?;
-            js_sys::Reflect::set(&out, &"logits".into(), &js_sys::Float32Array::from(logits.as_slice()))?;
-            Ok(out.into())
-        })
+        let parsed = top_k_from_js(&k);
+        let n = *parsed.as_ref().unwrap_or(&0);
+        self.queue_and_read(
+            &tokens,
+            &start_pos,
+            move |llama, tokens, pos| llama.submit_top_k(tokens, pos, parsed?),
+            move |bytes| {
+                let top = crate::topk::decode(&bytemuck::pod_collect_to_vec::<u8, f32>(&bytes), n);
+                let ids: Vec<u32> = top.iter().map(|p| p.0).collect();
+                let logits: Vec<f32> = top.iter().map(|p| p.1).collect();
+                let out = js_sys::Object::new();
+                js_sys::Reflect::set(&out, &"ids".into(), &js_sys::Uint32Array::from(ids.as_slice()))?;
+                js_sys::Reflect::set(&out, &"logits".into(), &js_sys::Float32Array::from(logits.as_slice()))?;
+                Ok(out.into())
+            },
+        )
     }
 
     /// Frees every GPU buffer the model made (never the host's device). Idempotent; afterwards
@@ -690,6 +642,54 @@ impl WebLlama {
         install();
         let ids = tokens_from_js(&tokens, self.state.llama.config.vocab).map_err(js_error)?;
         Ok(self.state.vocab.as_ref().map(|v| v.decode(&ids)).unwrap_or_default())
+    }
+}
+
+impl WebLlama {
+    /// `forward` and `forwardTopK`: rejects after loss or disposal and for bad tokens or
+    /// positions (in that order), queues `submit`'s work synchronously inside a validation error
+    /// scope (so calls issued without awaiting are served in order), then reads the readback
+    /// buffer back and resolves with `finish` of its bytes.
+    fn queue_and_read(
+        &self,
+        tokens: &JsValue,
+        start_pos: &JsValue,
+        submit: impl FnOnce(&Llama, &[u32], u32) -> Result<Pending, Error>,
+        finish: impl FnOnce(Vec<u8>) -> Result<JsValue, JsValue> + 'static,
+    ) -> js_sys::Promise {
+        install();
+        let state = self.state.clone();
+        if let Some(e) = lost_error(&state.lost) {
+            return js_sys::Promise::reject(&e);
+        }
+        let submitted = (|| {
+            if state.llama.is_disposed() {
+                return Err(Error::Disposed);
+            }
+            let tokens = tokens_from_js(tokens, state.llama.config.vocab)?;
+            let pos = position_from_js(start_pos)?;
+            state.llama.validate(&tokens, pos)?;
+            // Synchronous: push, submit, pop. No await inside the scope.
+            let scope = state.llama.gpu().device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let readback = submit(&state.llama, &tokens, pos);
+            let popped = scope.pop();
+            Ok((readback?, popped))
+        })();
+        spawn(async move {
+            let (readback, popped) = submitted.map_err(js_error)?;
+            let checked = match popped.await {
+                Some(e) => Err(gpu_error(e)),
+                None => state.llama.gpu().map_read(&readback.buffer).await,
+            };
+            match &checked {
+                Ok(_) => state.llama.recycle(readback),
+                Err(_) => readback.buffer.destroy(),
+            }
+            match checked {
+                Ok(bytes) => finish(bytes),
+                Err(e) => Err(or_lost(&state.lost, js_error(e)).await),
+            }
+        })
     }
 }
 
