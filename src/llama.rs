@@ -47,8 +47,8 @@ pub struct Llama {
     batch: u32,
     logit_rows: u32,
     buffers: Vec<wgpu::Buffer>,
-    /// Logits readback buffers (one row each), reused: a fresh MAP_READ buffer per token costs
-    /// milliseconds on some drivers.
+    /// Readback buffers of one logits row or one top-k result, reused: a fresh MAP_READ buffer
+    /// per token costs milliseconds on some drivers.
     readbacks: RefCell<Vec<wgpu::Buffer>>,
     /// KV-cache positions written so far (a forward may start at any position up to this).
     filled: Cell<u32>,
@@ -67,6 +67,10 @@ pub struct Pending {
     /// Rows of `vocab` logits in it.
     pub rows: u32,
 }
+
+/// Bytes of a top-k readback: [`crate::topk::MAX_TOP_K`] pairs (one size for every k, so that
+/// the buffers are pooled).
+const TOP_K_BYTES: u64 = crate::topk::MAX_TOP_K as u64 * 8;
 
 /// What a forward reads back.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -250,16 +254,25 @@ impl Llama {
         Ok(())
     }
 
-    fn readback(&self, rows: u32) -> wgpu::Buffer {
-        let pooled = if rows == 1 { self.readbacks.borrow_mut().pop() } else { None };
+    /// A MAP_READ buffer of `bytes` bytes: a pooled one of that size if there is one (see
+    /// [`Llama::recycle`]), else a new one.
+    fn readback(&self, bytes: u64) -> wgpu::Buffer {
+        let mut pool = self.readbacks.borrow_mut();
+        let pooled = pool.iter().position(|b| b.size() == bytes).map(|i| pool.swap_remove(i));
         pooled.unwrap_or_else(|| {
             self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("logits readback"),
-                size: rows as u64 * self.config.vocab as u64 * 4,
+                label: Some("readback"),
+                size: bytes,
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
         })
+    }
+
+    /// Writes a batch's step uniform and token ids (queued before its command buffer).
+    fn write_inputs(&self, batch: &Batch, tokens: &[u32]) {
+        self.gpu.queue.write_buffer(&self.step, 0, bytemuck::bytes_of(&Step::of(batch)));
+        self.gpu.queue.write_buffer(&self.tokens, 0, bytemuck::cast_slice(tokens));
     }
 
     /// Queues `tokens` at positions `start_pos..` in batches of at most [`Llama::batch`] tokens
@@ -285,9 +298,7 @@ impl Llama {
         let prepared = self.next.borrow_mut().take();
         if let Some(p) = prepared {
             if tokens.len() == 1 && readout == Readout::Last && p.pos == start_pos {
-                let batch = self.plan(1, start_pos, false);
-                self.gpu.queue.write_buffer(&self.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
-                self.gpu.queue.write_buffer(&self.tokens, 0, bytemuck::cast_slice(tokens));
+                self.write_inputs(&self.plan(1, start_pos, false), tokens);
                 self.gpu.queue.submit([p.commands]);
                 self.filled.set(start_pos + 1);
                 self.prepare(start_pos + 1);
@@ -297,17 +308,11 @@ impl Llama {
         }
         let row = self.config.vocab as u64 * 4;
         let (rows, readback) = match readout {
-            Readout::All => (tokens.len() as u32, self.readback(tokens.len() as u32)),
-            Readout::Last => (1, self.readback(1)),
+            Readout::All => (tokens.len() as u32, self.readback(tokens.len() as u64 * row)),
+            Readout::Last => (1, self.readback(row)),
             Readout::TopK(k) => {
                 self.topk.set_k(&self.gpu.queue, k);
-                let b = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("top-k readback"),
-                    size: k as u64 * 8,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                (0, b)
+                (0, self.readback(TOP_K_BYTES))
             }
         };
         let chunk = if all_logits { self.logit_rows } else { self.batch } as usize;
@@ -315,8 +320,7 @@ impl Llama {
             let first = (c * chunk) as u32;
             let last = first as usize + part.len() == tokens.len();
             let batch = self.plan(part.len() as u32, start_pos + first, all_logits);
-            self.gpu.queue.write_buffer(&self.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
-            self.gpu.queue.write_buffer(&self.tokens, 0, bytemuck::cast_slice(part));
+            self.write_inputs(&batch, part);
             let mut enc = self.gpu.device.create_command_encoder(&Default::default());
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
@@ -354,7 +358,7 @@ impl Llama {
             return;
         }
         let batch = self.plan(1, pos, false);
-        let readback = self.readback(1);
+        let readback = self.readback(self.config.vocab as u64 * 4);
         let mut enc = self.gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
@@ -429,8 +433,7 @@ impl Llama {
             usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        self.gpu.queue.write_buffer(&self.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
-        self.gpu.queue.write_buffer(&self.tokens, 0, bytemuck::cast_slice(&tokens));
+        self.write_inputs(&batch, &tokens);
         let mut enc = self.gpu.device.create_command_encoder(&Default::default());
         let list = self.program.record_timed(&mut enc, &batch, &queries);
         enc.resolve_query_set(&queries, 0..count, &resolve, 0);
@@ -445,11 +448,13 @@ impl Llama {
         ))
     }
 
-    /// Gives a read (and unmapped) readback buffer back to the pool (a few one-row buffers are
-    /// kept; after [`Llama::dispose`] it is destroyed).
+    /// Gives a read (and unmapped) readback buffer back to the pool (a few one-row and top-k
+    /// buffers are kept; after [`Llama::dispose`] it is destroyed).
     pub fn recycle(&self, pending: Pending) {
         let mut pool = self.readbacks.borrow_mut();
-        if self.disposed.get() || pending.rows != 1 || pool.len() >= 4 {
+        let size = pending.buffer.size();
+        let reused = size == self.config.vocab as u64 * 4 || size == TOP_K_BYTES;
+        if self.disposed.get() || !reused || pool.len() >= 6 {
             pending.buffer.destroy();
         } else {
             pool.push(pending.buffer);

@@ -32,11 +32,14 @@ fn check(llama: &Llama, name: &str, tokens: &[u32], pos: u32) {
     }
 }
 
+/// The case's model, loaded on the native device.
+fn model(c: &Case) -> Llama {
+    load(&gpu(false), &std::fs::read(model_path(&c.model)).unwrap(), None)
+}
+
 fn run(case_name: &str) {
     let c = case(case_name);
-    let gpu = gpu(false);
-    let bytes = std::fs::read(model_path(&c.model)).unwrap();
-    let llama = load(&gpu, &bytes, None);
+    let llama = model(&c);
     let p = c.prompt.len() as u32;
     check(&llama, case_name, &c.prompt, 0);
     // A decode step after the prompt (the cache holds the prompt: the last call re-ran it).
@@ -56,9 +59,7 @@ fn top_k_over_many_slices_matches_the_sorted_logits() {
 #[test]
 fn bad_k_is_an_input_error() {
     let c = case("stories260K-f32");
-    let gpu = gpu(false);
-    let bytes = std::fs::read(model_path(&c.model)).unwrap();
-    let llama = load(&gpu, &bytes, None);
+    let llama = model(&c);
     for k in [0u32, 129] {
         let e = block_on(llama.forward_top_k(&c.prompt, 0, k)).unwrap_err().to_string();
         assert!(e.contains("top-k") && e.contains(&format!("k = {k}")), "k = {k}: {e}");
