@@ -6,8 +6,9 @@
 // token i's input at X[(x_row0 + i) * x_stride ..]. Y: [n][y_stride] f32, token i's output row r
 // at Y[i * y_stride + y0 + r]; with `accumulate` added to what is there (the residual stream).
 // Token rows: 0 .. st.n_tokens, or only the last one (`last_only`: the output head, which needs
-// the logits after the last token alone; it reads X row n - 1 and writes Y row 0).
-struct Linear { rows: u32, cols: u32, x_stride: u32, y_stride: u32, y0: u32, accumulate: u32, last_only: u32, _pad: u32 };
+// the logits after the last token alone; it reads X row n - 1 and writes Y row 0). `eps`: the
+// RMSNorm epsilon of matvec's fused norm (NORM).
+struct Linear { rows: u32, cols: u32, x_stride: u32, y_stride: u32, y0: u32, accumulate: u32, last_only: u32, eps: f32 };
 struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: Linear;
 @group(0) @binding(1) var<uniform> st: Step;

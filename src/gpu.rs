@@ -15,6 +15,11 @@ pub struct Tuning {
     pub cpu: bool,
     /// Forced threads per row for the matrix-vector kernels (else [`crate::linear::threads_per_row`]).
     pub tpr: Option<u32>,
+    /// Forced weights per span of the matrix-vector kernel (else [`crate::linear::span`]).
+    pub span: Option<u32>,
+    /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel (`shaders/matvec.wgsl`, NORM and
+    /// GLU); `None`: on GPUs, not on CPU adapters (see [`Tuning::fused`]).
+    pub fuse: Option<bool>,
     /// Batches of at most this many tokens use the matrix-vector kernel (each weight read once,
     /// multiplied into every token); larger ones the tiled matrix-matrix kernel.
     pub matvec_max_tokens: u32,
@@ -42,6 +47,15 @@ pub struct Tuning {
     pub cpu_attention: bool,
     /// Natively, keep wgpu's injected shader runtime checks (see [`crate::kernels::Kernels::pipeline`]).
     pub checked_shaders: bool,
+}
+
+impl Tuning {
+    /// Whether the matrix-vector forms fuse RMSNorm and SwiGLU ([`Tuning::fuse`]). On CPU
+    /// adapters a row's single invocation would redo the norm's sum of squares for every row, and
+    /// their dispatches are cheap next to the arithmetic.
+    pub fn fused(&self) -> bool {
+        self.fuse.unwrap_or(!self.cpu)
+    }
 }
 
 /// A device and queue, natively created or adopted from the host page, plus an error sink.
@@ -84,6 +98,8 @@ impl Gpu {
             tuning: Tuning {
                 cpu,
                 tpr: None,
+                span: None,
+                fuse: None,
                 matvec_max_tokens: 8,
                 tile: Tile::PORTABLE,
                 min_large_tiles: 256,

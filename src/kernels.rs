@@ -239,12 +239,19 @@ pub enum Geometry {
     #[default]
     Fixed,
     /// Matrix-vector kernels: `tpr` threads per row (a power of two up to 64), `tokens` token
-    /// vectors per dispatch (matvec only; 1 for the expert kernels).
+    /// vectors per dispatch, `span` weights a thread takes at once, and the decode fusions
+    /// (matvec only: the expert kernels take [`Geometry::rows`]).
     Rows {
         /// Threads per row.
         tpr: u32,
         /// Token vectors per dispatch.
         tokens: u32,
+        /// Weights a thread decodes at once (a multiple of 4): see `shaders/matvec.wgsl`.
+        span: u32,
+        /// RMSNorm fused in (the input is the raw residual stream).
+        norm: bool,
+        /// SwiGLU fused in (the matrix is `[gate; up]`).
+        glu: bool,
     },
     /// The matrix-matrix kernel's tile.
     Tile(Tile),
@@ -287,6 +294,13 @@ pub struct PipelineKey {
     pub geometry: Geometry,
 }
 
+impl Geometry {
+    /// `tpr` threads per row over `tokens` token vectors, spans of 4 weights, nothing fused.
+    pub fn rows(tpr: u32, tokens: u32) -> Geometry {
+        Geometry::Rows { tpr, tokens, span: 4, norm: false, glu: false }
+    }
+}
+
 impl PipelineKey {
     /// A kernel with nothing to specialise.
     pub fn plain(kernel: Kernel) -> PipelineKey {
@@ -306,7 +320,18 @@ impl PipelineKey {
         }
         match self.geometry {
             Geometry::Fixed => {}
-            Geometry::Rows { tpr, tokens } => s += &format!(" tpr{tpr} x{tokens}"),
+            Geometry::Rows { tpr, tokens, span, norm, glu } => {
+                s += &format!(" tpr{tpr} x{tokens}");
+                if span != 4 {
+                    s += &format!(" s{span}");
+                }
+                if norm {
+                    s += " +norm";
+                }
+                if glu {
+                    s += " +glu";
+                }
+            }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
             Geometry::CpuTile(t) => s += &format!(" {t}"),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
@@ -352,7 +377,14 @@ pub fn compose(key: &PipelineKey) -> String {
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
-        Geometry::Rows { tpr, tokens } => s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr),
+        Geometry::Rows { tpr, tokens, span, norm, glu } => {
+            let (ng, un) = (span / 4, (16 / span).max(1));
+            s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr);
+            s += &format!(
+                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {}u;\nconst GLU: u32 = {}u;\n",
+                norm as u32, glu as u32
+            );
+        }
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
         Geometry::Attention { head_dim, tpq, bkv } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
         Geometry::CpuTile(_) | Geometry::CpuAttention { .. } => {
@@ -378,6 +410,7 @@ pub fn compose(key: &PipelineKey) -> String {
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
+        Geometry::Rows { norm, glu, .. } => vec![("NORM", norm as u32), ("GLU", glu as u32)],
         Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup } => {
             vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup)]
         }

@@ -34,8 +34,8 @@ pub struct LinearParams {
     pub accumulate: u32,
     /// 1: only the batch's last token (read from X row n - 1, written to Y row 0).
     pub last_only: u32,
-    /// Padding to 32 bytes.
-    pub pad: u32,
+    /// RMSNorm epsilon of the fused norm ([`Fuse::norm`]).
+    pub eps: f32,
 }
 
 /// Where a linear op reads and writes.
@@ -58,10 +58,11 @@ pub struct Io<'a> {
 /// Threads per row (TPR) of the matrix-vector kernel for rows of `cols` weights of format `ty`
 /// (`rows`: see [`expert_threads_per_row`]); a workgroup then holds 64 / TPR rows.
 ///
-/// * On a GPU, 64 (fewer when the row has fewer than 64 groups of 4 weights): the threads of a row read
-///   side by side (`shaders/matvec.wgsl`), and more threads keep more loads in flight. Measured
-///   on an H200, decode of the Llama-3.2-1B shape (Q8_0 / Q4_K_M / F16 tok/s) with 8, 16, 32, 64
-///   threads per row: 256 / 308 / 344 / 351, 188 / 226 / 253 / 265, 252 / 309 / 370 / 380.
+/// * On a GPU, 64 (fewer when the row has fewer than 64 spans, [`span`]): the threads of a row
+///   read side by side (`shaders/matvec.wgsl`), and more threads keep more loads in flight.
+///   Measured on an H200, decode of the Llama-3.2-1B shape (Q8_0 / Q4_K_M / F16 tok/s, spans of
+///   4) with 8, 16, 32, 64 threads per row: 256 / 308 / 344 / 351, 188 / 226 / 253 / 265,
+///   252 / 309 / 370 / 380.
 /// * On a CPU implementation ([`Gpu::is_cpu`]: lavapipe, SwiftShader), 1: each invocation takes
 ///   a whole row, so the SIMD lanes of a workgroup read the same `X` elements in step (a uniform
 ///   address: one load instead of one per lane) and no reduction is needed.
@@ -71,8 +72,42 @@ pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
     if gpu.tuning().tpr.is_some() || gpu.is_cpu() {
         return expert_threads_per_row(gpu, ty, rows, cols);
     }
-    let _ = ty;
-    (cols / 4).max(1).next_power_of_two().clamp(4, 64)
+    (cols / span(gpu, ty)).max(1).next_power_of_two().clamp(4, 64)
+}
+
+/// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
+/// `shaders/matvec.wgsl`): on a GPU a whole 32-weight block (Q4_0 .. Q8_0) or sub-block
+/// (K-quants), so that its scale is loaded and decoded once, not once per 4 weights; 8 for the
+/// float formats, which have no scale; 4 on CPU adapters (a whole row per invocation: spans
+/// change nothing there). [`crate::gpu::Tuning::span`] overrides.
+pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
+    if let Some(s) = gpu.tuning().span {
+        return s;
+    }
+    match ty {
+        _ if gpu.is_cpu() => 4,
+        GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 8,
+        _ => 32,
+    }
+}
+
+/// Whether a batch of `n` tokens runs the linear ops' matrix-vector forms (see [`Builder::linear`]),
+/// and so the fusions of [`Fuse`].
+pub fn matvec_batch(gpu: &Gpu, n: u32) -> bool {
+    n <= gpu.tuning().matvec_max_tokens.min(MATVEC_TOKENS)
+}
+
+/// Work a linear op's matrix-vector forms take over from the ops around it when
+/// [`crate::gpu::Tuning::fused`] (the matrix-matrix forms read [`Io::x`] as usual).
+#[derive(Clone, Copy, Default)]
+pub struct Fuse<'a> {
+    /// RMSNorm of the input: `(raw, weights, eps)`: the matrix-vector forms read the raw rows
+    /// (`[tokens][x_stride]`, the residual stream) and normalise them on the fly; the caller
+    /// skips its `rmsnorm` op for matrix-vector batches ([`matvec_batch`]).
+    pub norm: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, f32)>,
+    /// SwiGLU: the matrix is `[gate; up]` (one part); the matrix-vector forms write
+    /// `silu(gate . x) * (up . x)` into the gate half of the output and leave the up half alone.
+    pub glu: bool,
 }
 
 /// Threads per row of the expert kernels (`matvec_exp`, `moe_down`: each thread takes runs of
@@ -101,15 +136,26 @@ impl Builder<'_> {
     /// kernel for batches of up to [`crate::gpu::Tuning::matvec_max_tokens`] tokens, the tiled
     /// matrix-matrix kernel beyond (on CPU adapters its CPU form, [`crate::gpu::Tuning::cpu_tile`]).
     pub fn linear(&mut self, w: &Matrix, io: Io<'_>) {
+        self.linear_fused(w, io, Fuse::default());
+    }
+
+    /// [`Builder::linear`] with the decode fusions `fuse` where [`crate::gpu::Tuning::fused`]
+    /// allows them (SwiGLU needs `W` in one part). Returns whether the matrix-vector forms fuse
+    /// (norm, SwiGLU).
+    pub fn linear_fused(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>) -> (bool, bool) {
         let mv_max = self.gpu.tuning().matvec_max_tokens;
         let coop = self.gpu.tuning().coop;
         let min_large = self.gpu.tuning().min_large_tiles;
         let sg = self.gpu.tuning().cpu_subgroup;
+        let fused = self.gpu.tuning().fused();
+        let norm = fuse.norm.filter(|_| fused);
+        let glu = fuse.glu && fused && w.parts.len() == 1;
         // Subgroups must tile the workgroup.
         let cpu_tile =
             self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
         // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
+        let span = span(self.gpu, w.ty);
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -120,13 +166,19 @@ impl Builder<'_> {
                 y0: io.y0 + part.row_start,
                 accumulate: io.accumulate as u32,
                 last_only: 0,
-                pad: 0,
+                eps: norm.map_or(0.0, |n| n.2),
             };
             let p = self.uniform("linear", &params);
             let bufs = [&p, &self.step.clone(), &part.buffer, io.x, io.y];
+            // The matrix-vector forms: their own rows (GLU: half) and input (norm: raw + weights).
+            let mv_rows = if glu { part.rows / 2 } else { part.rows };
+            let mv_p = if glu { self.uniform("linear glu", &LinearParams { rows: mv_rows, ..params }) } else { p.clone() };
+            let mut mv_bufs = vec![&mv_p, bufs[1], bufs[2], norm.map_or(io.x, |n| n.0), io.y];
+            mv_bufs.extend(norm.map(|n| n.1));
+            let rows_geometry = |tokens| Geometry::Rows { tpr, tokens, span, norm: norm.is_some(), glu };
             let mut variants = vec![
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: 1 }), &bufs),
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: MATVEC_TOKENS }), &bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(1)), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(MATVEC_TOKENS)), &mv_bufs),
                 if coop {
                     self.variant(PipelineKey::weights(Kernel::MatmulCoop, w.ty, Geometry::Fixed), &bufs)
                 } else {
@@ -146,8 +198,8 @@ impl Builder<'_> {
             let (rows, rpw) = (part.rows, 64 / tpr);
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
-                    1 if mv_max >= 1 => (0, grid(rows.div_ceil(rpw))),
-                    n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(rows.div_ceil(rpw))),
+                    1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(rpw))),
+                    n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(mv_rows.div_ceil(rpw))),
                     n => match (cpu, small) {
                         (Some((i, t)), _) => (i, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
                         (None, Some(s)) if rows.div_ceil(tile.bm) * n.div_ceil(tile.bn) < min_large => (3, [rows.div_ceil(s.bm), n.div_ceil(s.bn), 1]),
@@ -158,19 +210,35 @@ impl Builder<'_> {
             let (wbytes, io) = (part.buffer.size(), (w.cols + (1 + io.accumulate as u32) * part.rows) as u64 * 4);
             self.traffic(move |b| wbytes + b.n_tokens as u64 * io);
         }
+        (norm.is_some(), glu)
     }
 
     /// The output head `logits = W x`: for the batch's last token only (into logits row 0), or
-    /// with [`crate::program::Batch::all_logits`] for every token (as [`Builder::linear`]).
-    pub fn head(&mut self, w: &Matrix, x: &wgpu::Buffer, d: u32, logits: &wgpu::Buffer, vocab: u32) {
+    /// with [`crate::program::Batch::all_logits`] for every token (as [`Builder::linear`]); `norm`
+    /// as [`Fuse::norm`] (`x` is then the normalised rows the matrix-matrix forms read).
+    pub fn head(&mut self, w: &Matrix, x: &wgpu::Buffer, d: u32, logits: &wgpu::Buffer, vocab: u32, norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>) -> bool {
         let first = self.program.ops.len();
-        self.linear(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false });
+        let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
+        let norm = norm.filter(|_| fused);
+        let span = span(self.gpu, w.ty);
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
-            let params = LinearParams { rows: part.rows, cols: w.cols, x_stride: d, y_stride: vocab, y0: part.row_start, accumulate: 0, last_only: 1, pad: 0 };
+            let params = LinearParams {
+                rows: part.rows,
+                cols: w.cols,
+                x_stride: d,
+                y_stride: vocab,
+                y0: part.row_start,
+                accumulate: 0,
+                last_only: 1,
+                eps: norm.map_or(0.0, |n| n.2),
+            };
             let p = self.uniform("head", &params);
             let step = self.step.clone();
-            let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, Geometry::Rows { tpr, tokens: 1 }), &[&p, &step, &part.buffer, x, logits]);
+            let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
+            bufs.extend(norm.map(|n| n.1));
+            let geometry = Geometry::Rows { tpr, tokens: 1, span, norm: norm.is_some(), glu: false };
+            let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
             let last_index = op.variants.len();
             op.variants.push(last);
@@ -181,5 +249,6 @@ impl Builder<'_> {
             let last = part.buffer.size() + (w.cols + rows) as u64 * 4;
             op.traffic = Box::new(move |b| if b.all_logits { all(b) } else { last });
         }
+        fused
     }
 }

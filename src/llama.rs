@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
 use crate::kernels::Kernels;
-use crate::linear::{Io, MATVEC_TOKENS};
+use crate::linear::{Fuse, Io, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
 use crate::topk::TopK;
 use crate::weights::{Ffn, Progress, TensorSource, Weights};
@@ -140,38 +140,46 @@ impl Llama {
         b.buffers.push(rope.clone());
 
         b.embed(&weights.embd, &tokens, &x);
+        // Decode fusions (linear::Fuse): the matrix-vector forms normalise x themselves, and
+        // the dense gate/up projection applies SwiGLU when it is one matrix of one part.
+        let fuse = gpu.tuning().fused();
         for lw in &weights.layers {
             let k_cache = b.storage("k cache", cfg.ctx as u64 * kv as u64 * 4);
             let v_cache = b.storage("v cache", cfg.ctx as u64 * kv as u64 * 4);
-            b.rmsnorm(d, cfg.eps, &x, &lw.attn_norm, &xn);
+            b.rmsnorm(d, cfg.eps, &x, &lw.attn_norm, &xn, fuse);
+            let norm = Fuse { norm: Some((&x, &lw.attn_norm, cfg.eps)), glu: false };
             for (m, y0) in &lw.qkv {
-                b.linear(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false });
+                b.linear_fused(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false }, norm);
             }
             b.rope_kv(&cfg, &qkv, qs, &rope, &k_cache, &v_cache);
             b.attention(&cfg, AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials });
             b.linear(&lw.o, Io { x: &att, x_stride: q, y: &x, y_stride: d, y0: 0, accumulate: true });
-            b.rmsnorm(d, cfg.eps, &x, &lw.ffn_norm, &xn);
             match &lw.ffn {
                 Ffn::Dense { gate_up, down } => {
+                    b.rmsnorm(d, cfg.eps, &x, &lw.ffn_norm, &xn, fuse);
+                    let glu = fuse && matches!(&gate_up[..], [(m, _)] if m.parts.len() == 1);
+                    let norm = Fuse { norm: Some((&x, &lw.ffn_norm, cfg.eps)), glu };
                     for (m, y0) in gate_up {
-                        b.linear(m, Io { x: &xn, x_stride: d, y: &gu, y_stride: 2 * ffw, y0: *y0, accumulate: false });
+                        b.linear_fused(m, Io { x: &xn, x_stride: d, y: &gu, y_stride: 2 * ffw, y0: *y0, accumulate: false }, norm);
                     }
-                    b.swiglu(ffw, ffw, 2 * ffw, &gu);
+                    b.swiglu(ffw, ffw, 2 * ffw, &gu, glu);
                     b.linear(down, Io { x: &gu, x_stride: 2 * ffw, y: &x, y_stride: d, y0: 0, accumulate: true });
                 }
                 Ffn::Moe { router: wr, gate: wg, up, down } => {
                     let e = cfg.experts;
+                    // The expert kernels read the normalised rows.
+                    b.rmsnorm(d, cfg.eps, &x, &lw.ffn_norm, &xn, false);
                     b.linear(wr, Io { x: &xn, x_stride: d, y: &router, y_stride: e, y0: 0, accumulate: false });
                     b.moe_select(e, cfg.topk, &router, &sel, &gate);
                     b.matvec_exp(wg, cfg.topk, &sel, &xn, d, &gu, 2 * ffw, 0);
                     b.matvec_exp(up, cfg.topk, &sel, &xn, d, &gu, 2 * ffw, ffw);
-                    b.swiglu(ffw, ffw, 2 * ffw, &gu);
+                    b.swiglu(ffw, ffw, 2 * ffw, &gu, false);
                     b.moe_down(down, cfg.topk, &sel, &gate, &gu, 2 * ffw, &x);
                 }
             }
         }
-        b.rmsnorm(d, cfg.eps, &x, &weights.out_norm, &xn);
-        b.head(&weights.output, &xn, d, &logits, cfg.vocab);
+        b.rmsnorm(d, cfg.eps, &x, &weights.out_norm, &xn, fuse);
+        b.head(&weights.output, &xn, d, &logits, cfg.vocab, Some((&x, &weights.out_norm, cfg.eps)));
 
         let topk = TopK::build(&mut b, &logits, cfg.vocab);
         let Builder { program, buffers, step, .. } = b;

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
 use crate::kernels::Kernels;
-use crate::linear::{Io, MATVEC_TOKENS};
+use crate::linear::{Fuse, Io, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Step};
 use crate::weights::{Loader, TensorSource};
 
@@ -190,6 +190,66 @@ pub async fn linear(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64
     Ok(linear_timed(gpu, src, ty, offset, rows, cols, x, 0).await?.0)
 }
 
+/// A dense layer's input side as the forward program builds it, with the decode fusions where
+/// [`crate::gpu::Tuning::fused`] allows: `Y = W rmsnorm(X)` with norm weights `norm = (w, eps)`
+/// (else `W X`), and with `glu` (W is `[gate; up]`, `rows` even) `silu(gate . x) * (up . x)`,
+/// `rows / 2` values per token. The batch size picks the kernels, as in a model: the fused
+/// matrix-vector forms, or `rmsnorm`, the tiled kernel and `swiglu`.
+///
+/// # Errors
+/// As [`linear`]; [`Error::Input`] for a norm of other than `cols` values or an odd `rows` with `glu`.
+#[allow(clippy::too_many_arguments)]
+pub async fn linear_fused(
+    gpu: &Gpu,
+    src: &dyn TensorSource,
+    ty: GgmlType,
+    offset: u64,
+    rows: u32,
+    cols: u32,
+    x: &[f32],
+    norm: Option<(&[f32], f32)>,
+    glu: bool,
+) -> Result<Vec<f32>> {
+    let n = tokens_of("x", x.len(), cols)?;
+    if let Some((w, _)) = norm {
+        check_len("norm weights", w.len(), cols as u64)?;
+    }
+    if glu && rows % 2 != 0 {
+        return Err(Error::Input(format!("glu needs an even number of rows, got {rows}")));
+    }
+    let fuse = gpu.tuning().fused();
+    let (mut out, _) = run(gpu, src, batch(n, 0, 1), 0, |ld, b| {
+        let w = ld.matrix("oneshot W", ty, offset, rows, cols)?;
+        let xb = input(b, "oneshot x", x, MATVEC_TOKENS as u64 * cols as u64);
+        let y = b.storage("oneshot y", n as u64 * rows as u64 * 4);
+        let io = |x| Io { x, x_stride: cols, y: &y, y_stride: rows, y0: 0, accumulate: false };
+        let norm = match norm {
+            Some((nw, eps)) => {
+                let nwb = input(b, "oneshot norm", nw, 1);
+                let xn = b.storage("oneshot xn", MATVEC_TOKENS.max(n) as u64 * cols as u64 * 4);
+                b.rmsnorm(cols, eps, &xb, &nwb, &xn, fuse);
+                Some((xn, nwb, eps))
+            }
+            None => None,
+        };
+        let fuse_glu = glu && fuse && w.parts.len() == 1;
+        let (x_in, fused_norm) = match &norm {
+            Some((xn, nwb, eps)) => (xn, Some((&xb, nwb, *eps))),
+            None => (&xb, None),
+        };
+        let fused = b.linear_fused(&w, io(x_in), Fuse { norm: fused_norm, glu: fuse_glu });
+        debug_assert_eq!(fused, (fused_norm.is_some() && fuse, fuse_glu));
+        if glu {
+            b.swiglu(rows / 2, rows / 2, rows, &y, fuse_glu);
+        }
+        Ok(vec![(y, n as u64 * rows as u64)])
+    })
+    .await?;
+    let y = out.remove(0);
+    let width = if glu { rows / 2 } else { rows } as usize;
+    Ok(y.chunks(rows as usize).flat_map(|r| r[..width].to_vec()).collect())
+}
+
 /// Rows `tokens[i]` of the table through the `embed` op for `ty` (returns n rows of `cols`).
 ///
 /// # Errors
@@ -296,7 +356,7 @@ pub async fn rmsnorm(gpu: &Gpu, x: &[f32], w: &[f32], eps: f32) -> Result<Vec<f3
         let xb = input(b, "oneshot x", x, 1);
         let wb = input(b, "oneshot w", w, 1);
         let y = b.storage("oneshot y", x.len() as u64 * 4);
-        b.rmsnorm(d, eps, &xb, &wb, &y);
+        b.rmsnorm(d, eps, &xb, &wb, &y, false);
         Ok(vec![(y, x.len() as u64)])
     })
     .await?;
@@ -311,7 +371,7 @@ pub async fn swiglu(gpu: &Gpu, gu: &[f32], f: u32) -> Result<Vec<f32>> {
     let n = tokens_of("gu", gu.len(), 2 * f)?;
     let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
         let buf = input(b, "oneshot gu", gu, 1);
-        b.swiglu(f, f, 2 * f, &buf);
+        b.swiglu(f, f, 2 * f, &buf, false);
         Ok(vec![(buf, gu.len() as u64)])
     })
     .await?;

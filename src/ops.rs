@@ -7,6 +7,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::config::Config;
 use crate::kernels::{Kernel, PipelineKey};
+use crate::linear::matvec_batch;
 use crate::program::Builder;
 use crate::weights::Matrix;
 
@@ -82,11 +83,15 @@ impl Builder<'_> {
         }
     }
 
-    /// `y[i] = rmsnorm(x[i]) * w` for every token row of width `n`.
-    pub fn rmsnorm(&mut self, n: u32, eps: f32, x: &wgpu::Buffer, w: &wgpu::Buffer, y: &wgpu::Buffer) {
+    /// `y[i] = rmsnorm(x[i]) * w` for every token row of width `n`; with `fused`, only for
+    /// batches the linear ops reading `y` take through their matrix-matrix forms (their
+    /// matrix-vector forms normalise `x` themselves: [`crate::linear::Fuse::norm`]).
+    pub fn rmsnorm(&mut self, n: u32, eps: f32, x: &wgpu::Buffer, w: &wgpu::Buffer, y: &wgpu::Buffer, fused: bool) {
         let p = self.uniform("rmsnorm", &NormParams { n, eps, pad: [0; 2] });
         let step = self.step.clone();
-        self.plain(PipelineKey::plain(Kernel::RmsNorm), &[&p, &step, x, w, y], |b| [b.n_tokens, 1, 1]);
+        let v = self.variant(PipelineKey::plain(Kernel::RmsNorm), &[&p, &step, x, w, y]);
+        let gpu = self.gpu.clone();
+        self.op(vec![v], move |b| (!(fused && matvec_batch(&gpu, b.n_tokens))).then_some((0, [b.n_tokens, 1, 1])));
         self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
     }
 
@@ -103,11 +108,14 @@ impl Builder<'_> {
     }
 
     /// `g = silu(g) * u` in place for every token row of `[g | u]` (`n` values each, u at `u0`,
-    /// rows of `stride` floats).
-    pub fn swiglu(&mut self, n: u32, u0: u32, stride: u32, gu: &wgpu::Buffer) {
+    /// rows of `stride` floats); with `fused`, only for batches the gate/up projection takes
+    /// through its matrix-matrix forms ([`crate::linear::Fuse::glu`]).
+    pub fn swiglu(&mut self, n: u32, u0: u32, stride: u32, gu: &wgpu::Buffer, fused: bool) {
         let p = self.uniform("swiglu", &SwigluParams { n, u0, stride, pad: 0 });
         let step = self.step.clone();
-        self.plain(PipelineKey::plain(Kernel::Swiglu), &[&p, &step, gu], move |b| [n.div_ceil(64), b.n_tokens, 1]);
+        let v = self.variant(PipelineKey::plain(Kernel::Swiglu), &[&p, &step, gu]);
+        let gpu = self.gpu.clone();
+        self.op(vec![v], move |b| (!(fused && matvec_batch(&gpu, b.n_tokens))).then_some((0, [n.div_ceil(64), b.n_tokens, 1])));
         self.traffic(move |b| b.n_tokens as u64 * n as u64 * 12);
     }
 }

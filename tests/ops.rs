@@ -160,6 +160,54 @@ fn linear_every_format() {
     }
 }
 
+/// The decode fusions (RMSNorm into the linear op, SwiGLU into the gate/up projection) for every
+/// format the quantizer makes, over the tokens axis (the fused matrix-vector forms for T <= 8,
+/// rmsnorm + the tiled kernel + swiglu above), with the GPU and the CPU workgroup shapes and spans
+/// of 4, 12 and the format's default: against rmsnorm, matvec and SwiGLU in f64.
+#[test]
+fn linear_fused_norm_and_swiglu() {
+    let base = gpu(false);
+    let mut rng = Rng(11);
+    for ty in GgmlType::ALL {
+        let cols = if ty.block_size() == 256 { 512 } else { 160 };
+        let rows = 2 * 37u32;
+        let w = rng.vec((rows * cols) as usize);
+        let Ok(bytes) = ggml::quantize(ty, &w) else { continue };
+        let mut exact = vec![0f32; w.len()];
+        ggml::dequantize(ty, &bytes, &mut exact).unwrap();
+        let (gate, up) = exact.split_at(exact.len() / 2);
+        let nw: Vec<f32> = rng.vec(cols as usize).iter().map(|v| 1.0 + 0.5 * v).collect();
+        for (i, n) in [1u32, 3, 8, 9, 33].into_iter().enumerate() {
+            let mut g = base.clone();
+            let t = g.tuning_mut();
+            t.fuse = Some(true);
+            match i % 3 {
+                0 => (t.cpu, t.span) = (false, None),
+                1 => (t.cpu, t.span) = (false, Some(12)),
+                _ => (t.cpu, t.span) = (true, Some(4)),
+            }
+            let x: Vec<f32> = rng.vec((n * cols) as usize).iter().map(|v| 3.0 * v).collect();
+            let xn: Vec<Vec<f64>> = x.chunks(cols as usize).map(|r| reference::rmsnorm(&f64s(r), &f64s(&nw), 1e-5)).collect();
+            let what = format!("{ty} {rows}x{cols} T={n} (cpu {}, span {:?})", g.tuning().cpu, g.tuning().span);
+
+            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), false)).unwrap();
+            let want: Vec<f64> = xn.iter().flat_map(|r| reference::matvec(&f64s(&exact), r)).collect();
+            assert_close(&format!("norm + linear {what}"), &got, &want, 2e-5);
+
+            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), true)).unwrap();
+            let want: Vec<f64> = xn.iter().flat_map(|r| reference::swiglu(&reference::matvec(&f64s(gate), r), &reference::matvec(&f64s(up), r))).collect();
+            assert_close(&format!("norm + linear + swiglu {what}"), &got, &want, 2e-5);
+
+            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, None, true)).unwrap();
+            let want: Vec<f64> = x
+                .chunks(cols as usize)
+                .flat_map(|r| reference::swiglu(&reference::matvec(&f64s(gate), &f64s(r)), &reference::matvec(&f64s(up), &f64s(r))))
+                .collect();
+            assert_close(&format!("linear + swiglu {what}"), &got, &want, 2e-5);
+        }
+    }
+}
+
 /// RoPE + KV write for T tokens at a position mid-cache.
 #[test]
 fn rope_kv() {

@@ -44,24 +44,26 @@ fn check_case(c: &Case) {
         assert!(e <= TOL, "{}: prompt row {i} max abs {e}", c.name);
     }
     println!("{}: {} rows, max abs {worst:.3e}, greedy identical", c.name, c.rows.len());
-    for variant in 0..3 {
+    for variant in 0..4 {
         check_all_rows(c, &bytes, variant);
     }
 }
 
 /// Every row of a case from one `forward_all` over prompt ++ greedy[..-1] from position 0, with
 /// kernel choice `variant`: 0 the device's policy, 1 the GPU workgroup shapes (threads per row,
-/// 4 attention key splits for small batches), 2 the tiled matmul for every batch, 5-token chunks.
+/// spans, 4 attention key splits for small batches) and its decode fusions (RMSNorm and SwiGLU in
+/// the matrix-vector kernel) in chunks of 7 tokens, 2 the tiled matmul for every batch, 5-token
+/// chunks, 3 the GPU shapes and fusions one token at a time.
 fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
     let mut gpu = gpu(false);
     let t = gpu.tuning_mut();
     match variant {
         0 => {}
-        1 => (t.cpu, t.splits) = (false, Some(4)),
+        1 | 3 => (t.cpu, t.splits) = (false, Some(4)),
         _ => t.matvec_max_tokens = 0,
     }
     let g = webgpu_llama::Gguf::parse(bytes.as_slice()).unwrap();
-    let batch = (variant == 2).then_some(5);
+    let batch = [None, Some(7), Some(5), Some(1)][variant as usize];
     let llama = webgpu_llama::Llama::load(&gpu, &g, bytes, webgpu_llama::LoadOptions { batch, ..Default::default() }).unwrap();
     let all: Vec<u32> = c.prompt.iter().chain(&c.greedy[..c.greedy.len() - 1]).copied().collect();
     let rows = block_on(llama.forward_all(&all, 0)).unwrap();

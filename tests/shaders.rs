@@ -23,9 +23,15 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
     let mut n = 0;
     for kernel in Kernel::ALL {
         let geometries: Vec<Geometry> = match kernel {
-            Kernel::Matvec | Kernel::MatvecExp | Kernel::MoeDown => {
-                vec![Geometry::Rows { tpr: 1, tokens: 1 }, Geometry::Rows { tpr: 16, tokens: 1 }, Geometry::Rows { tpr: 64, tokens: 8 }]
-            }
+            Kernel::Matvec => vec![
+                Geometry::rows(1, 1),
+                Geometry::rows(16, 1),
+                Geometry::rows(64, 8),
+                Geometry::Rows { tpr: 64, tokens: 1, span: 32, norm: true, glu: false },
+                Geometry::Rows { tpr: 8, tokens: 8, span: 12, norm: false, glu: true },
+                Geometry::Rows { tpr: 1, tokens: 8, span: 8, norm: true, glu: true },
+            ],
+            Kernel::MatvecExp | Kernel::MoeDown => vec![Geometry::rows(1, 1), Geometry::rows(16, 1), Geometry::rows(64, 8)],
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
             Kernel::MatmulCpu => vec![
                 Geometry::CpuTile(CpuTile::DEFAULT),

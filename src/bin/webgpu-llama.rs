@@ -121,6 +121,16 @@ mod cli {
         /// Threads per row of the matrix-vector kernels: 1, 2, 4 ... 64 (default: by shape and device).
         #[arg(long)]
         tpr: Option<u32>,
+        /// Weights a matrix-vector thread decodes at once: a multiple of 4 up to 64 (default: by format).
+        #[arg(long)]
+        span: Option<u32>,
+        /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
+        /// the matrix-vector kernel on GPUs).
+        #[arg(long)]
+        no_fuse: bool,
+        /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel on CPU adapters too.
+        #[arg(long, conflicts_with = "no_fuse")]
+        fuse: bool,
         /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
         #[arg(long)]
         checked_shaders: bool,
@@ -157,6 +167,15 @@ mod cli {
                     return Err(format!("--tpr {n}: expected a power of two from 1 to 64").into());
                 }
                 t.tpr = Some(n);
+            }
+            if let Some(n) = self.span {
+                if n == 0 || n % 4 != 0 || n > 64 {
+                    return Err(format!("--span {n}: expected a multiple of 4 from 4 to 64").into());
+                }
+                t.span = Some(n);
+            }
+            if self.fuse || self.no_fuse {
+                t.fuse = Some(self.fuse);
             }
             t.checked_shaders = self.checked_shaders;
             if let Some(c) = &self.cpu_tile {
