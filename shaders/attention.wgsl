@@ -5,22 +5,30 @@
 // tile by tile of keys with an online softmax (FlashAttention, Dao et al. 2022) and optionally
 // split over the keys (flash-decoding: partial results combined by attention_combine.wgsl).
 // Composed (kernels::compose) with `const HD` (head dim), `TPQ` (threads per query row: a power
-// of two dividing HD) and `BKV` (keys per tile).
+// of two dividing HD), `BKV` (keys per tile) and `KV16` (`//@if KV16` blocks: the cache holds
+// IEEE halves packed two per u32, read with unpack2x16float into the f32 tiles).
 // Rows: the (token, query head) pairs of one KV head, so a K/V tile in workgroup memory serves
 // every query head of its group. Workgroup (x, y, z): BQ = 64 / TPQ rows from x * BQ, KV head y,
 // key split z of num_workgroups.z. A row's TPQ threads each hold HD / TPQ dims of q and of the
 // output; per tile they write partial dot products, add them up key by key (each thread a share
 // of the keys), and all then read the row's scores for the softmax and the V product.
 // Bindings: 0 {n_heads, n_kv, q_stride, o_stride, scale}, 1 step {n_tokens, pos0}, 2 qkv
-// [tokens][q_stride] (q of head h at h * HD), 3 kc, 4 vc [ctx][n_kv * HD], 5 o [tokens][o_stride],
+// [tokens][q_stride] (q of head h at h * HD), 3 kc, 4 vc [ctx][n_kv * HD] (f32, or with KV16
+// [ctx][n_kv * HD / 2] u32 pairs), 5 o [tokens][o_stride],
 // 6 partials [split][token][head][HD + 2] (acc, max, sum) when num_workgroups.z > 1.
 struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<uniform> st: Step;
 @group(0) @binding(2) var<storage, read> qkv: array<f32>;
+//@if KV16
+@group(0) @binding(3) var<storage, read> kc: array<u32>;
+@group(0) @binding(4) var<storage, read> vc: array<u32>;
+//@end
+//@if !KV16
 @group(0) @binding(3) var<storage, read> kc: array<f32>;
 @group(0) @binding(4) var<storage, read> vc: array<f32>;
+//@end
 @group(0) @binding(5) var<storage, read_write> o: array<f32>;
 @group(0) @binding(6) var<storage, read_write> partials: array<f32>;
 
@@ -59,6 +67,24 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let so = (r * TPQ + sub) * BKV;
   let ro = r * TPQ * BKV;
   for (var kb = kbeg; kb < kend; kb += BKV) {
+    //@if KV16
+    // A pair of dims (one u32 of each cache) per step.
+    for (var i = l.x; i < BKV * HD / 2u; i += 64u) {
+      let key = kb + 2u * i / HD;
+      let src = (key * kvd + kvh * HD + (2u * i) % HD) / 2u;
+      var k = vec2<f32>(0.0);
+      var v = vec2<f32>(0.0);
+      if (key < kend) {
+        k = unpack2x16float(kc[src]);
+        v = unpack2x16float(vc[src]);
+      }
+      Kt[2u * i] = k.x;
+      Kt[2u * i + 1u] = k.y;
+      Vt[2u * i] = v.x;
+      Vt[2u * i + 1u] = v.y;
+    }
+    //@end
+    //@if !KV16
     for (var i = l.x; i < BKV * HD; i += 64u) {
       let key = kb + i / HD;
       let src = key * kvd + kvh * HD + i % HD;
@@ -71,6 +97,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       Kt[i] = k;
       Vt[i] = v;
     }
+    //@end
     workgroupBarrier();
     for (var j = 0u; j < BKV; j++) {
       var s = 0.0;

@@ -5,8 +5,9 @@
 // h reading KV head h / (n_heads / n_kv) (Vaswani et al. 2017; Ainslie et al. 2023), key block by
 // key block with an online softmax (Milakov & Gimelshein 2018, as in FlashAttention).
 // Composed (kernels::compose) with `const HD4` (head dim / 4), `WG` (invocations per workgroup),
-// `RQ` (query rows per invocation), `BK` (keys per block) and `SG` (subgroup size, then equal to
-// BK, or 0); the `//@for v < N` ..
+// `RQ` (query rows per invocation), `BK` (keys per block), `SG` (subgroup size, then equal to
+// BK, or 0) and `KV16` (1: the cache holds IEEE halves, four per vec2<u32>, unpacked by `ld`
+// with unpack2x16float); the `//@for v < N` ..
 // `//@end` blocks are unrolled at compose time ($v replaced by 0 .. N - 1), `//@if SG` ..
 // `//@end` kept only where SG is not 0 (`//@if !SG` where it is).
 // Such compilers run a workgroup's invocations side by side in SIMD lanes: each invocation owns
@@ -17,15 +18,23 @@
 // address across the lanes: one load broadcast, no workgroup memory, no barriers.
 // Bindings: 0 {n_heads, n_kv, q_stride, o_stride, scale}, 1 step {n_tokens, pos0}, 2 qkv
 // [tokens][q_stride] (q of head h at h * HD), 3 kc, 4 vc [ctx][n_kv * HD], 5 o [tokens][o_stride]
-// (all f32, read as vec4: HD, q_stride and o_stride are multiples of 4). Grid (rows / (WG * RQ),
-// n_kv).
+// (all f32, read as vec4: HD, q_stride and o_stride are multiples of 4; with KV16 the caches as
+// vec2<u32>, 4 halves each: the same indices). Grid (rows / (WG * RQ), n_kv).
 struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<uniform> st: Step;
 @group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
+//@if KV16
+@group(0) @binding(3) var<storage, read> kc: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read> vc: array<vec2<u32>>;
+fn ld(x: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(x.x), unpack2x16float(x.y)); }
+//@end
+//@if !KV16
 @group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
+fn ld(x: vec4<f32>) -> vec4<f32> { return x; }
+//@end
 @group(0) @binding(5) var<storage, read_write> o: array<vec4<f32>>;
 
 const NEG: f32 = -3.0e38; // a masked score
@@ -63,7 +72,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     //@end
     //@for d < HD4
     //@for j < BK
-    let kv$d_$j = kc[k$j + $du];
+    let kv$d_$j = ld(kc[k$j + $du]);
     //@end
     //@end
     //@end
@@ -72,7 +81,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     // every lane: one load per lane where the compiler would load the shared address per lane.
     let kl = min(kb + sg_lane, kend - 1u) * kvd4 + kh;
     //@for d < HD4
-    let kv$d = kc[kl + $du];
+    let kv$d = ld(kc[kl + $du]);
     //@for j < BK
     let kv$d_$j = subgroupBroadcast(kv$d, $ju);
     //@end
@@ -102,11 +111,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     //@for d < HD4
     //@if !SG
     //@for j < BK
-    let vv$d_$j = vc[k$j + $du];
+    let vv$d_$j = ld(vc[k$j + $du]);
     //@end
     //@end
     //@if SG
-    let vv$d = vc[kl + $du];
+    let vv$d = ld(vc[kl + $du]);
     //@for j < BK
     let vv$d_$j = subgroupBroadcast(vv$d, $ju);
     //@end

@@ -5,16 +5,26 @@
 // (freq_j = theta^(-2j/n_rot), divided by Llama-3 rope_freqs factors and linear scaling).
 // Bindings: 0 {n_heads, n_kv, head_dim, n_rot, qkv_stride}, 1 step {n_tokens, pos0}, 2 cs
 // [ctx][n_rot/2][2], 3 qkv [tokens][qkv_stride]: [q | k | v] as the fused projection writes it
-// (q: n_heads*head_dim, k and v: n_kv*head_dim), 4 kc, 5 vc [ctx][n_kv*head_dim].
-// Grid (max(q pairs, kv dims) / 64, n_tokens).
+// (q: n_heads*head_dim, k and v: n_kv*head_dim), 4 kc, 5 vc [ctx][n_kv*head_dim]: f32, or with
+// `KV16` (composed by kernels::compose: `//@if KV16` blocks) IEEE halves packed two per u32 by
+// pack2x16float (element e in bits 16 * (e % 2) of word e / 2; no shader-f16 needed).
+// Grid (max(q pairs, kv dims) / 64, n_tokens). Thread i rotates q pair i and k pair i (whose two
+// values make one u32 of the f16 cache) and copies v value i (f16: v pair i): each cache word is
+// written by one thread.
 struct P { n_heads: u32, n_kv: u32, head_dim: u32, n_rot: u32, qkv_stride: u32, _a: u32, _b: u32, _c: u32 };
 struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<uniform> st: Step;
 @group(0) @binding(2) var<storage, read> cs: array<f32>;
 @group(0) @binding(3) var<storage, read_write> q: array<f32>;
+//@if KV16
+@group(0) @binding(4) var<storage, read_write> kc: array<u32>;
+@group(0) @binding(5) var<storage, read_write> vc: array<u32>;
+//@end
+//@if !KV16
 @group(0) @binding(4) var<storage, read_write> kc: array<f32>;
 @group(0) @binding(5) var<storage, read_write> vc: array<f32>;
+//@end
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {
@@ -42,15 +52,24 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
     let x0 = q[k0 + a];
     let x1 = q[k0 + a + 1u];
     let o = pos * kvd + a;
+    var k = vec2<f32>(x0, x1);
     if (j < rot) {
       let c = cs[t];
       let s = cs[t + 1u];
-      kc[o] = x0 * c - x1 * s;
-      kc[o + 1u] = x0 * s + x1 * c;
-    } else {
-      kc[o] = x0;
-      kc[o + 1u] = x1;
+      k = vec2<f32>(x0 * c - x1 * s, x0 * s + x1 * c);
     }
+    //@if KV16
+    kc[o / 2u] = pack2x16float(k);
+    //@end
+    //@if !KV16
+    kc[o] = k.x;
+    kc[o + 1u] = k.y;
+    //@end
   }
+  //@if KV16
+  if (i < kvd / 2u) { vc[pos * (kvd / 2u) + i] = pack2x16float(vec2<f32>(q[v0 + 2u * i], q[v0 + 2u * i + 1u])); }
+  //@end
+  //@if !KV16
   if (i < kvd) { vc[pos * kvd + i] = q[v0 + i]; }
+  //@end
 }

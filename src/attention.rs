@@ -5,10 +5,11 @@
 //! `shaders/attention_combine.wgsl` merges (flash-decoding), so that decode keeps the GPU busy
 //! however long the context. On CPU adapters, batches beyond [`SPLIT_MAX_TOKENS`] tokens use
 //! `shaders/attention_cpu.wgsl` instead (a query row per invocation, see [`cpu_geometry`]).
+//! Both read the KV cache as f32 or, with [`KvType::F16`], as f16 pairs (`unpack2x16float`).
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::config::Config;
+use crate::config::{Config, KvType};
 use crate::gpu::Gpu;
 use crate::kernels::{Geometry, Kernel, PipelineKey};
 use crate::program::{Batch, Builder};
@@ -53,8 +54,8 @@ pub struct CombineParams {
 /// The attention kernel's geometry for `head_dim` with `rows_hint` query rows per workgroup
 /// wanted: threads per query row (a power of two dividing `head_dim`, at most 64 / rows_hint)
 /// and keys per tile (K and V tiles plus the scores fitting `shared` bytes of workgroup memory,
-/// at most 16 KiB: WebGPU's default).
-pub fn geometry(head_dim: u32, rows_hint: u32, shared: u32) -> Geometry {
+/// at most 16 KiB: WebGPU's default), reading a cache of `kv` (the tiles are f32 either way).
+pub fn geometry(head_dim: u32, rows_hint: u32, shared: u32, kv: KvType) -> Geometry {
     let mut tpq = (64 / rows_hint.next_power_of_two().clamp(1, 64)).min(16);
     while tpq > 1 && head_dim % tpq != 0 {
         tpq /= 2;
@@ -64,19 +65,20 @@ pub fn geometry(head_dim: u32, rows_hint: u32, shared: u32) -> Geometry {
     while bkv > 1 && bkv * (2 * head_dim + 64) > budget {
         bkv /= 2;
     }
-    Geometry::Attention { head_dim, tpq, bkv }
+    Geometry::Attention { head_dim, tpq, bkv, kv_f16: kv == KvType::F16 }
 }
 
 /// The CPU attention kernel's geometry for `head_dim` (a multiple of 4) with subgroups of
-/// `subgroup` lanes (0: none): 16 invocations per workgroup (2 SIMD groups of 8) of 4 query rows
+/// `subgroup` lanes (0: none), reading a cache of `kv`: 16 invocations per workgroup (2 SIMD groups of 8) of 4 query rows
 /// each (every key and value read serves all 4), blocks of 4 keys, or of a subgroup's width with
 /// subgroups. On lavapipe (SmolLM2, 512 tokens at depth 1024) 16x4 took 0.22 of the linear
 /// ops' time, against 0.41 for 32x1, 0.31 for 32x2 and 0.19 to 0.20 for 8x8 and 16x6 (which
 /// leave fewer workgroups and compile far larger kernels).
-pub fn cpu_geometry(head_dim: u32, subgroup: u32) -> Geometry {
+pub fn cpu_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
+    let kv_f16 = kv == KvType::F16;
     match subgroup {
-        1.. if 16 % subgroup == 0 => Geometry::CpuAttention { head_dim, lanes: 16, rows: 4, keys: subgroup, subgroup },
-        _ => Geometry::CpuAttention { head_dim, lanes: 16, rows: 4, keys: 4, subgroup: 0 },
+        1.. if 16 % subgroup == 0 => Geometry::CpuAttention { head_dim, lanes: 16, rows: 4, keys: subgroup, subgroup, kv_f16 },
+        _ => Geometry::CpuAttention { head_dim, lanes: 16, rows: 4, keys: 4, subgroup: 0, kv_f16 },
     }
 }
 
@@ -103,7 +105,7 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
         return 1;
     }
     let g = cfg.n_heads / cfg.n_kv_heads;
-    let decode = geometry(cfg.head_dim, g, gpu.limits().max_compute_workgroup_storage_size);
+    let decode = geometry(cfg.head_dim, g, gpu.limits().max_compute_workgroup_storage_size, cfg.kv);
     let workgroups = cfg.n_kv_heads * (n_tokens * g).div_ceil(rows_per_workgroup(&decode));
     let by_keys = kv_len.div_ceil(64);
     256u32.div_ceil(workgroups).max(by_keys).clamp(1, MAX_SPLITS.min(by_keys))
@@ -120,7 +122,7 @@ pub struct AttentionIo<'a> {
     pub qkv: &'a wgpu::Buffer,
     /// Floats per token row of `qkv`.
     pub q_stride: u32,
-    /// KV cache `[ctx][n_kv * head_dim]`, keys.
+    /// KV cache `[ctx][n_kv * head_dim]` of `cfg.kv` values (f16: two per u32), keys.
     pub k_cache: &'a wgpu::Buffer,
     /// Values.
     pub v_cache: &'a wgpu::Buffer,
@@ -147,15 +149,15 @@ impl Builder<'_> {
         let p = self.uniform("attention", &params);
         let step = self.step.clone();
         let bufs = [&p, &step, io.qkv, io.k_cache, io.v_cache, io.out, io.partials];
-        let decode = geometry(cfg.head_dim, g, shared);
-        let prefill = geometry(cfg.head_dim, 16, shared);
+        let decode = geometry(cfg.head_dim, g, shared, cfg.kv);
+        let prefill = geometry(cfg.head_dim, 16, shared, cfg.kv);
         let (bq_decode, bq_prefill) = (rows_per_workgroup(&decode), rows_per_workgroup(&prefill));
         let mut variants = vec![
             self.variant(PipelineKey { kernel: Kernel::Attention, format: None, geometry: decode }, &bufs),
             self.variant(PipelineKey { kernel: Kernel::Attention, format: None, geometry: prefill }, &bufs),
         ];
         let cpu = (self.gpu.is_cpu() && self.gpu.tuning().cpu_attention && cfg.head_dim % 4 == 0).then(|| {
-            let geometry = cpu_geometry(cfg.head_dim, self.gpu.tuning().cpu_subgroup);
+            let geometry = cpu_geometry(cfg.head_dim, self.gpu.tuning().cpu_subgroup, cfg.kv);
             variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionCpu, format: None, geometry }, &bufs[..6]));
             match geometry {
                 Geometry::CpuAttention { lanes, rows, .. } => lanes * rows,
@@ -172,7 +174,7 @@ impl Builder<'_> {
             })
         });
         // The cache's keys and values once, q in and o out.
-        let (kv_row, q_row) = (2 * cfg.kv_dim() as u64 * 4, 2 * q_dim as u64 * 4);
+        let (kv_row, q_row) = (2 * cfg.kv_dim() as u64 * cfg.kv.bytes() as u64, 2 * q_dim as u64 * 4);
         self.traffic(move |b| (b.pos0 + b.n_tokens) as u64 * kv_row + b.n_tokens as u64 * q_row);
         let cp = CombineParams { n_heads: cfg.n_heads, head_dim: cfg.head_dim, o_stride: q_dim, pad: 0 };
         let c = self.uniform("attention combine", &cp);

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use crate::config::Config;
+use crate::config::{Config, KvType};
 use crate::error::Result;
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
@@ -30,6 +30,8 @@ pub struct BenchOptions {
     /// Also time every kernel of one decode step (at position `prompt`) and of one prefill batch
     /// (timestamp queries, where the adapter has them).
     pub profile: bool,
+    /// The KV cache's element type.
+    pub kv: KvType,
 }
 
 /// One kernel's share of a profiled batch: the dispatches with the same pipeline label.
@@ -157,6 +159,8 @@ pub struct BenchReport {
     pub profiles: Vec<Profile>,
     /// Layers (for the per-layer profile line).
     pub layers: u32,
+    /// The KV cache's element type.
+    pub kv: KvType,
 }
 
 impl BenchReport {
@@ -174,11 +178,11 @@ impl BenchReport {
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{}}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
             1e3 / self.decode_tps.median, self.encode_ms, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
-            self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1
+            self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv
         )
     }
 }
@@ -204,7 +208,7 @@ impl std::fmt::Display for BenchReport {
             )?;
         }
         writeln!(f, "weights on GPU: {} bytes (file tensors: {} bytes)", self.weight_bytes.0, self.weight_bytes.1)?;
-        write!(f, "GPU memory allocated: {} bytes", self.gpu_bytes)?;
+        write!(f, "GPU memory allocated: {} bytes ({} KV cache)", self.gpu_bytes, self.kv)?;
         for p in &self.profiles {
             write!(f, "\n{}", p.table(self.peak_gbs, self.layers).trim_end())?;
         }
@@ -244,7 +248,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     let need = opts.depth + opts.prompt + opts.gen;
     let ctx = opts.ctx.unwrap_or(need).max(need);
     let t0 = Instant::now();
-    let llama = Llama::load(gpu, g, src, LoadOptions { ctx: Some(ctx), ..Default::default() })?;
+    let llama = Llama::load(gpu, g, src, LoadOptions { ctx: Some(ctx), kv: opts.kv, ..Default::default() })?;
     // Upload is queued: one tiny forward makes the load time include it.
     llama.forward(&[1], 0).await?;
     let load_s = t0.elapsed().as_secs_f64();
@@ -298,6 +302,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         peak_gbs: opts.peak_gbs,
         profiles,
         layers: llama.config.n_layers,
+        kv: llama.config.kv,
     };
     llama.dispose();
     Ok(report)

@@ -17,6 +17,56 @@ pub const MAX_TOPK: u32 = 16;
 /// Default KV-cache length cap, as the seed's.
 pub const DEFAULT_MAX_CTX: u32 = 2048;
 
+/// The KV cache's element type (chosen at load: `LoadOptions::kv`, the CLI's `--kv`, the JS
+/// option `kvType`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KvType {
+    /// 32-bit floats (the default).
+    #[default]
+    F32,
+    /// IEEE binary16, two per `u32` (WGSL's `pack2x16float` / `unpack2x16float`, so no
+    /// `shader-f16` feature is needed): half the cache's bytes, keys and values rounded to 11
+    /// significant bits when written (attention still computes in f32).
+    F16,
+}
+
+impl KvType {
+    /// Bytes per cached value: 4 or 2.
+    pub fn bytes(self) -> u32 {
+        match self {
+            KvType::F32 => 4,
+            KvType::F16 => 2,
+        }
+    }
+
+    /// `"f32"` or `"f16"` (the CLI's and JS's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            KvType::F32 => "f32",
+            KvType::F16 => "f16",
+        }
+    }
+}
+
+impl std::fmt::Display for KvType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for KvType {
+    type Err = String;
+
+    /// `f32` or `f16`.
+    fn from_str(s: &str) -> std::result::Result<KvType, String> {
+        match s {
+            "f32" => Ok(KvType::F32),
+            "f16" => Ok(KvType::F16),
+            _ => Err(format!("KV-cache type {s:?}: expected f32 or f16")),
+        }
+    }
+}
+
 /// A LLaMA model's hyperparameters. Field names follow the seed's `config` object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -54,6 +104,8 @@ pub struct Config {
     pub tied_output: bool,
     /// True when `rope_freqs.weight` (Llama-3 per-frequency divisors) is present.
     pub has_rope_freqs: bool,
+    /// The KV cache's element type: [`KvType::F32`] unless set at load.
+    pub kv: KvType,
 }
 
 fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
@@ -218,6 +270,7 @@ impl Config {
             topk,
             tied_output: g.tensor("output.weight").is_none(),
             has_rope_freqs: g.tensor("rope_freqs.weight").is_some(),
+            kv: KvType::F32,
         };
         cfg.check_tensors(g)?;
         Ok(cfg)

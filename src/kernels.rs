@@ -3,7 +3,8 @@
 //!
 //! A [`PipelineKey`] names everything that changes a kernel's WGSL: the GGML format of the weights
 //! it reads, its geometry (threads per row and tokens per dispatch for the matrix-vector kernels,
-//! the tile shape of the matrix-matrix kernel, the head dim and threads per query of attention),
+//! the tile shape of the matrix-matrix kernel, the head dim and threads per query of attention,
+//! the KV cache's element type for the kernels that write and read it),
 //! and the optional device features it uses. [`compose`] turns a key into WGSL: `const`
 //! declarations for the geometry, then for weight kernels `shaders/formats/common.wgsl` and the
 //! format's file (its `dq4` decoder: the only per-format code), then the kernel's file(s).
@@ -271,6 +272,8 @@ pub enum Geometry {
         keys: u32,
         /// The subgroup size the kernel is compiled for (the device's, fixed), or 0.
         subgroup: u32,
+        /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
+        kv_f16: bool,
     },
     /// Attention: head dim, threads per query row (a power of two dividing it), keys per tile.
     Attention {
@@ -280,6 +283,13 @@ pub enum Geometry {
         tpq: u32,
         /// Keys per tile.
         bkv: u32,
+        /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
+        kv_f16: bool,
+    },
+    /// RoPE and the KV-cache write: the cache's element type.
+    RopeKv {
+        /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
+        kv_f16: bool,
     },
 }
 
@@ -334,8 +344,12 @@ impl PipelineKey {
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
             Geometry::CpuTile(t) => s += &format!(" {t}"),
-            Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
-            Geometry::Attention { head_dim, tpq, bkv } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
+            Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
+            Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
+            Geometry::RopeKv { .. } => {}
+        }
+        if let Geometry::CpuAttention { kv_f16: true, .. } | Geometry::Attention { kv_f16: true, .. } | Geometry::RopeKv { kv_f16: true } = self.geometry {
+            s += " kv-f16";
         }
         s
     }
@@ -386,8 +400,8 @@ pub fn compose(key: &PipelineKey) -> String {
             );
         }
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
-        Geometry::Attention { head_dim, tpq, bkv } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
-        Geometry::CpuTile(_) | Geometry::CpuAttention { .. } => {
+        Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
+        Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } => {
             for (name, v) in consts(key) {
                 s += &format!("const {name}: u32 = {v}u;\n");
             }
@@ -411,9 +425,11 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
         Geometry::Rows { norm, glu, .. } => vec![("NORM", norm as u32), ("GLU", glu as u32)],
-        Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup } => {
-            vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup)]
+        Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, kv_f16 } => {
+            vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup), ("KV16", kv_f16 as u32)]
         }
+        // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
+        Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
         _ => vec![],
     }
 }

@@ -33,7 +33,7 @@ pub mod vocab;
 pub mod web;
 pub mod weights;
 
-pub use config::Config;
+pub use config::{Config, KvType};
 pub use error::{Error, Result};
 pub use gguf::Gguf;
 pub use gpu::Gpu;

@@ -7,7 +7,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::attention::{self, AttentionIo};
-use crate::config::Config;
+use crate::config::{Config, KvType};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
@@ -32,6 +32,8 @@ pub struct LoadOptions<'a> {
     pub batch: Option<u32>,
     /// Called after each tensor is uploaded.
     pub progress: Option<&'a mut dyn FnMut(&Progress)>,
+    /// The KV cache's element type (default f32; f16 halves its bytes).
+    pub kv: KvType,
 }
 
 /// A LLaMA model loaded on the GPU, ready to turn token ids into next-token logits.
@@ -105,11 +107,11 @@ impl Llama {
     /// the KV cache exceeds one storage binding, [`Error::Gpu`] when the device rejects an
     /// allocation.
     pub fn load(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: LoadOptions<'_>) -> Result<Llama> {
-        let cfg = Config::from_gguf(g, opts.ctx)?;
+        let cfg = Config { kv: opts.kv, ..Config::from_gguf(g, opts.ctx)? };
         let mut no_progress = |_: &Progress| {};
         let progress = opts.progress.unwrap_or(&mut no_progress);
         // Checked before any upload, so that a refused load leaves nothing behind.
-        let kv_bytes = (cfg.ctx as u64 * cfg.kv_dim() as u64 * 4).next_multiple_of(16);
+        let kv_bytes = (cfg.ctx as u64 * cfg.kv_dim() as u64 * cfg.kv.bytes() as u64).next_multiple_of(16);
         if kv_bytes > gpu.max_binding() {
             return Err(Error::TooLarge { tensor: "KV cache".into(), bytes: kv_bytes, limit: gpu.max_binding(), limit_name: "maxStorageBufferBindingSize" });
         }
@@ -144,8 +146,8 @@ impl Llama {
         // the dense gate/up projection applies SwiGLU when it is one matrix of one part.
         let fuse = gpu.tuning().fused();
         for lw in &weights.layers {
-            let k_cache = b.storage("k cache", cfg.ctx as u64 * kv as u64 * 4);
-            let v_cache = b.storage("v cache", cfg.ctx as u64 * kv as u64 * 4);
+            let k_cache = b.storage("k cache", kv_bytes);
+            let v_cache = b.storage("v cache", kv_bytes);
             b.rmsnorm(d, cfg.eps, &x, &lw.attn_norm, &xn, fuse);
             let norm = Fuse { norm: Some((&x, &lw.attn_norm, cfg.eps)), glu: false };
             for (m, y0) in &lw.qkv {

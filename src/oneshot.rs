@@ -8,10 +8,12 @@
 //!
 //! A matrix is `rows` rows of `cols` weights of type `ty` stored row-major at byte `offset` of
 //! `src` (any byte offset); an expert stack is `experts` such matrices back to back. Activations
-//! are token-major: `n` rows of the op's width, `n` given by the input's length.
+//! are token-major: `n` rows of the op's width, `n` given by the input's length. KV caches are
+//! passed and returned as f32 values; with `cfg.kv` = [`KvType::F16`] they are held on the GPU as
+//! the model holds them (IEEE halves, two per u32: see [`pack_f16`]).
 
 use crate::attention::{partials_bytes, AttentionIo};
-use crate::config::Config;
+use crate::config::{Config, KvType};
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
@@ -44,6 +46,35 @@ fn input<T: bytemuck::Pod>(b: &mut Builder, label: &str, data: &[T], min_len: u6
     let buf = b.storage(label, (data.len() as u64).max(min_len) * 4);
     b.gpu.queue.write_buffer(&buf, 0, bytemuck::cast_slice(data));
     buf
+}
+
+/// `values` as IEEE halves (rounded to nearest, ties to even) packed two per u32, the first in the
+/// low 16 bits: the layout of WGSL's `pack2x16float` and of a [`KvType::F16`] cache. An odd
+/// length is padded with 0.
+pub fn pack_f16(values: &[f32]) -> Vec<u32> {
+    let h = |x: f32| half::f16::from_f32(x).to_bits() as u32;
+    values.chunks(2).map(|p| h(p[0]) | h(p.get(1).copied().unwrap_or(0.0)) << 16).collect()
+}
+
+/// The values of [`pack_f16`]'s words, two per word.
+pub fn unpack_f16(words: &[u32]) -> Vec<f32> {
+    words.iter().flat_map(|&w| [w as u16, (w >> 16) as u16].map(|b| half::f16::from_bits(b).to_f32())).collect()
+}
+
+/// A KV-cache buffer holding `values` as `kv` stores them.
+fn kv_input(b: &mut Builder, label: &str, values: &[f32], kv: KvType) -> wgpu::Buffer {
+    match kv {
+        KvType::F32 => input(b, label, values, 1),
+        KvType::F16 => input(b, label, &pack_f16(values), 1),
+    }
+}
+
+/// A KV cache read back (as f32 words, `kv` values) to its f32 values.
+fn kv_output(words: Vec<f32>, kv: KvType) -> Vec<f32> {
+    match kv {
+        KvType::F32 => words,
+        KvType::F16 => unpack_f16(&words.iter().map(|w| w.to_bits()).collect::<Vec<_>>()),
+    }
 }
 
 /// Buffers to read back after the run, with their lengths in f32.
@@ -401,8 +432,8 @@ pub async fn moe_select(gpu: &Gpu, r: &[f32], experts: u32, k: u32) -> Result<(V
 }
 
 /// RoPE and the KV-cache write for a batch at positions `pos0 ..`: `qkv` is n rows of
-/// `[q | k | v]` (`cfg`'s widths), the caches `cfg.ctx` positions (their initial contents).
-/// Returns (qkv with q rotated, k cache, v cache).
+/// `[q | k | v]` (`cfg`'s widths), the caches `cfg.ctx` positions (their initial contents; with
+/// an f16 `cfg.kv` rounded to f16 on the way in). Returns (qkv with q rotated, k cache, v cache).
 ///
 /// # Errors
 /// [`Error::Input`] for inconsistent lengths or positions past `cfg.ctx`.
@@ -419,19 +450,21 @@ pub async fn rope_kv(gpu: &Gpu, cfg: &Config, freqs: Option<&[f32]>, qkv: &[f32]
         let table = crate::rope::table(cfg, freqs, cfg.ctx);
         let rope = input(b, "oneshot rope", &table, 1);
         let q = input(b, "oneshot qkv", qkv, 1);
-        let kc = input(b, "oneshot k cache", k_cache, 1);
-        let vc = input(b, "oneshot v cache", v_cache, 1);
+        let kc = kv_input(b, "oneshot k cache", k_cache, cfg.kv);
+        let vc = kv_input(b, "oneshot v cache", v_cache, cfg.kv);
         b.rope_kv(cfg, &q, qs, &rope, &kc, &vc);
-        Ok(vec![(q, qkv.len() as u64), (kc, cache), (vc, cache)])
+        let words = cache * cfg.kv.bytes() as u64 / 4;
+        Ok(vec![(q, qkv.len() as u64), (kc, words), (vc, words)])
     })
     .await?;
     let mut it = out.into_iter();
-    Ok([it.next().unwrap_or_default(), it.next().unwrap_or_default(), it.next().unwrap_or_default()])
+    let mut next = || it.next().unwrap_or_default();
+    Ok([next(), kv_output(next(), cfg.kv), kv_output(next(), cfg.kv)])
 }
 
 /// Attention of a batch of n queries at positions `pos0 ..` (`qkv`: n rows of `[q | k | v]`, q
-/// used) over the caches (`cfg.ctx` positions, keys 0 .. pos0 + n used), with `splits` key
-/// splits (1: none). Returns n rows of `q_dim`. With `repeats > 0` also the timing (native only).
+/// used) over the caches (`cfg.ctx` positions, keys 0 .. pos0 + n used; with an f16 `cfg.kv`
+/// rounded to f16 on the way in), with `splits` key splits (1: none). Returns n rows of `q_dim`. With `repeats > 0` also the timing (native only).
 ///
 /// # Errors
 /// [`Error::Input`] for inconsistent lengths, positions past `cfg.ctx`, or splits with more than
@@ -457,8 +490,8 @@ pub async fn attention_timed(
     }
     let (mut out, t) = run(gpu, NO_WEIGHTS, batch(n, pos0, splits), repeats, |_, b| {
         let q = input(b, "oneshot qkv", qkv, 1);
-        let kc = input(b, "oneshot k cache", k_cache, 1);
-        let vc = input(b, "oneshot v cache", v_cache, 1);
+        let kc = kv_input(b, "oneshot k cache", k_cache, cfg.kv);
+        let vc = kv_input(b, "oneshot v cache", v_cache, cfg.kv);
         let o = b.storage("oneshot o", n as u64 * cfg.q_dim() as u64 * 4);
         let partials = b.storage("oneshot partials", partials_bytes(cfg));
         b.attention(cfg, AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials });

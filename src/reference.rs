@@ -1,9 +1,11 @@
 //! A plain-Rust f64 forward pass over exactly dequantised weights: the independent CPU reference
 //! the GPU kernels are tested against (same maths as the seed and `../shared/reference`: RMSNorm,
 //! adjacent-pair RoPE, causal GQA softmax attention, SwiGLU, MoE top-k with softmax over the
-//! selected router logits). Slow and simple on purpose; never used by the engine.
+//! selected router logits). Slow and simple on purpose; never used by the engine. With
+//! `cfg.kv` = [`KvType::F16`] the keys and values are rounded to f16 (to nearest, ties to even)
+//! as they enter the cache, the one rounding an f16 cache adds.
 
-use crate::config::Config;
+use crate::config::{Config, KvType};
 use crate::error::{Error, Result};
 use crate::ggml;
 use crate::gguf::{ByteSource, Gguf};
@@ -95,8 +97,15 @@ impl Reference {
             rope(&mut q, hd, &freqs, pos);
             rope(&mut k, hd, &freqs, pos);
             let p = pos as usize;
-            self.kc[l][p * kvd..(p + 1) * kvd].copy_from_slice(&k);
-            self.vc[l][p * kvd..(p + 1) * kvd].copy_from_slice(&v);
+            let stored = |x: &f64| match c.kv {
+                KvType::F32 => *x,
+                KvType::F16 => half::f16::from_f64(*x).to_f64(),
+            };
+            for (dst, src) in [(&mut self.kc[l], &k), (&mut self.vc[l], &v)] {
+                for (a, b) in dst[p * kvd..(p + 1) * kvd].iter_mut().zip(src) {
+                    *a = stored(b);
+                }
+            }
             let group = (c.n_heads / c.n_kv_heads) as usize;
             let mut att = vec![0.0; q.len()];
             for h in 0..c.n_heads as usize {

@@ -8,7 +8,7 @@ use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::GgmlType;
 use webgpu_llama::gguf::{GgufWriter, Value};
-use webgpu_llama::{Config, Error, Gguf, Llama, LoadOptions};
+use webgpu_llama::{Config, Error, Gguf, KvType, Llama, LoadOptions};
 
 /// A tiny dense llama (d 8, 2 heads, 1 KV head, ff 16, vocab 10) with `kv` added to or replacing
 /// its metadata, and `drop` left out of its tensors.
@@ -216,6 +216,9 @@ fn tensor_too_large_for_a_binding_names_it_and_the_limit() {
     // The default 32-position KV cache (512 bytes) is refused first, before any upload.
     let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
     assert!(e.to_string().contains("KV cache needs 512 bytes"), "{e}");
+    // In f16 it needs half that.
+    let e = Llama::load(&gpu, &g, &bytes, LoadOptions { kv: KvType::F16, ..Default::default() }).err().expect("must not load");
+    assert!(e.to_string().contains("KV cache needs 256 bytes"), "{e}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use common::gpu;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
 use webgpu_llama::kernels::CpuTile;
-use webgpu_llama::{oneshot, reference, rope, Config, Gpu};
+use webgpu_llama::{oneshot, reference, rope, Config, Gpu, KvType};
 
 /// The tokens axis.
 const TOKENS: [u32; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33, 300];
@@ -69,6 +69,7 @@ fn attention_config(ctx: u32) -> Config {
         topk: 0,
         tied_output: false,
         has_rope_freqs: false,
+        kv: KvType::F32,
     }
 }
 
@@ -211,11 +212,24 @@ fn linear_fused_norm_and_swiglu() {
 /// RoPE + KV write for T tokens at a position mid-cache.
 #[test]
 fn rope_kv() {
+    rope_kv_with(KvType::F32, 0.0);
+}
+
+/// The same into an f16 cache (pairs packed by `pack2x16float`): k and v within one f16 ulp of
+/// the f64 values (2^-10 of max(|x|, 1); round to nearest is within half that, but WGSL leaves
+/// the conversion's rounding to the implementation).
+#[test]
+fn rope_kv_f16() {
+    rope_kv_with(KvType::F16, 1.0 / 1024.0);
+}
+
+/// `rounding`: the cache's own error bound (0 for f32; k also carries the RoPE error, 1e-5).
+fn rope_kv_with(kv: KvType, rounding: f64) {
     let gpu = gpu(false);
     let mut rng = Rng(6);
     for &n in &TOKENS {
         let pos0 = [0, 3, 17][n as usize % 3];
-        let cfg = attention_config(pos0 + n + 2);
+        let cfg = Config { kv, ..attention_config(pos0 + n + 2) };
         let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
         let qkv = rng.vec(n as usize * (q + 2 * kv));
         let cache = (cfg.ctx as usize) * kv;
@@ -237,8 +251,8 @@ fn rope_kv() {
         let got_q: Vec<f32> = got_q.chunks(q + 2 * kv).flat_map(|r| r[..q].to_vec()).collect();
         let want_q: Vec<f64> = want_q.chunks(q + 2 * kv).flat_map(|r| r[..q].to_vec()).collect();
         assert_close(&format!("rope_kv T={n} q"), &got_q, &want_q, 1e-5);
-        assert_close(&format!("rope_kv T={n} k cache"), &got_k, &want_k, 1e-5);
-        assert_close(&format!("rope_kv T={n} v cache"), &got_v, &want_v, 0.0);
+        assert_close(&format!("rope_kv {kv} T={n} k cache"), &got_k, &want_k, 1e-5 + rounding);
+        assert_close(&format!("rope_kv {kv} T={n} v cache"), &got_v, &want_v, rounding);
     }
 }
 
@@ -268,6 +282,17 @@ fn attention_reference(cfg: &Config, qkv: &[f32], pos0: u32, kc: &[f32], vc: &[f
 /// where the device has them), the CPU kernel without subgroups, and the GPU kernels.
 #[test]
 fn attention() {
+    attention_with(KvType::F32);
+}
+
+/// The same over an f16 cache: the reference reads the caches as rounded to f16 on the way in
+/// (`oneshot::pack_f16`), so the tolerance is f32's: this checks the kernels' f16 reads.
+#[test]
+fn attention_f16() {
+    attention_with(KvType::F16);
+}
+
+fn attention_with(kv: KvType) {
     let base = gpu(false);
     let mut rng = Rng(7);
     for variant in 0..3 {
@@ -277,24 +302,29 @@ fn attention() {
             1 => gpu.tuning_mut().cpu_subgroup = 0,
             _ => gpu.tuning_mut().cpu = false,
         }
-        attention_on(&gpu, variant, &mut rng);
+        attention_on(&gpu, variant, kv, &mut rng);
     }
 }
 
-fn attention_on(gpu: &Gpu, variant: u32, rng: &mut Rng) {
+fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, rng: &mut Rng) {
     let gpu = gpu.clone();
+    // What the cache holds of a value.
+    let stored = |v: Vec<f32>| match kv_type {
+        KvType::F32 => v,
+        KvType::F16 => oneshot::unpack_f16(&oneshot::pack_f16(&v)),
+    };
     for &n in &TOKENS {
         for pos0 in [0, 45] {
-            let cfg = attention_config(pos0 + n + 3);
+            let cfg = Config { kv: kv_type, ..attention_config(pos0 + n + 3) };
             let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
             let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
             let cache = cfg.ctx as usize * kv;
             let (kc, vc) = (rng.vec(cache), rng.vec(cache));
-            let want = attention_reference(&cfg, &qkv, pos0, &kc, &vc);
+            let want = attention_reference(&cfg, &qkv, pos0, &stored(kc.clone()), &stored(vc.clone()));
             let splits: &[u32] = if n <= webgpu_llama::attention::SPLIT_MAX_TOKENS { &[1, 3, 8] } else { &[1] };
             for &s in splits {
                 let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
-                assert_close(&format!("attention variant {variant} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
+                assert_close(&format!("attention {kv_type} variant {variant} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
             }
         }
     }

@@ -169,6 +169,7 @@ test('the tarball holds the built module, its types and nothing else', () => {
   }
   for (const s of ['createLlama(device: GPUDevice, source: ModelSource, options?: LoadOptions): Promise<Llama>',
     'export type ModelSource = ArrayBuffer | ArrayBufferView | Blob | Response | ReadableStream<Uint8Array>', 'signal?: AbortSignal',
+    "export type KvType = 'f32' | 'f16'", 'kvType?: KvType', 'readonly kvType: KvType',
     'forward(tokens: ArrayLike<number>, startPos: number): Promise<Float32Array>', 'readonly config: LlamaConfig',
     'testMatvecQ8(device: GPUDevice', 'Promise<MatvecQ8Result>', 'wasmMemoryBytes(): number', 'dispose(): void']) {
     assert.ok(dts.includes(s), `webgpu_llama.d.ts should declare ${s}`);

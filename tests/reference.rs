@@ -4,12 +4,15 @@
 //! prompt as one batch, then decode token by token) and through the batched every-row path
 //! (`forward_all`, as `--dump-logits` uses it) with each kernel choice: the device's policy, the
 //! GPU workgroup shapes with key splits, and the tiled matrix-matrix kernel for every batch in
-//! chunks of 5 tokens.
+//! chunks of 5 tokens. Then every case again with the f16 KV cache (`f16_cache::*`, see
+//! [`check_case_f16`]).
 
 mod common;
 
 use common::*;
 use pollster::block_on;
+use webgpu_llama::reference::Reference;
+use webgpu_llama::{Config, Gguf, Gpu, KvType, Llama, LoadOptions};
 
 const TOL: f32 = 2e-3;
 
@@ -81,8 +84,152 @@ fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
     llama.dispose();
 }
 
+// ---------------------------------------------------------------------------------------------
+// The f16 KV cache (`LoadOptions { kv: KvType::F16 }`): every case, every row, through the three
+// attention kernels that read the cache (on CPU adapters: the batched rows through
+// `attention_cpu`, then through `attention` with key splits, and decode token by token through
+// `attention`'s decode shape): every row within [`TOL_F16`] of `../shared/reference` and of the
+// same engine with the f32 cache, the greedy continuation identical, and the error the f16
+// rounding's own: the float64 forward pass of `webgpu_llama::reference` with its cache rounded to
+// f16 (to nearest even, as the engine's) errs by as much (within [`F16_ERROR_RATIO`]). The
+// errors are printed (`--nocapture`), with the f32 cache's on the same rows.
+//
+// Measured on lavapipe: the f16 cache's rows are 9.8e-3 to 2.0e-2 (SmolLM2 2.0e-2) from the
+// float64 reference, 4.4e-2 on the 300-token case (the f32 cache's: at most 1.2e-4); the f64 pass
+// with the rounded cache: 9.8e-3 to 1.9e-2, and 5.3e-2 on the 300-token case. The two differ by
+// 1e-5 to 2.3e-2 where some key or value computed in f32 rounds to the other f16 neighbour of
+// its f64 value: a few such flips among the largest values move the logits by as much as the
+// rounding does, so the check is the ratio of the errors, not their difference.
+
+/// Max abs difference of every row from `../shared/reference` and from the f32 cache's rows:
+/// about 2x the largest measured (4.4e-2).
+const TOL_F16: f32 = 8e-2;
+/// The f16 cache's largest error over a case's rows is between 1 / this and this times the f64
+/// pass's with a rounded cache (measured: 0.82 to 1.1): the error is the rounding's, not a bug's
+/// (without the rounding it would be 1e-4; a wrong key or value would be far larger).
+const F16_ERROR_RATIO: f32 = 2.0;
+
+fn load_kv(gpu: &Gpu, bytes: &Vec<u8>, kv: KvType) -> Llama {
+    let g = Gguf::parse(bytes.as_slice()).expect("parse");
+    Llama::load(gpu, &g, bytes, LoadOptions { kv, ..Default::default() }).expect("load")
+}
+
+/// The largest of the rows' max abs differences.
+fn worst(a: &[f32], b: &[Vec<f32>]) -> f32 {
+    a.chunks(b[0].len()).zip(b).map(|(x, y)| max_abs(x, y)).fold(0.0, f32::max)
+}
+
+/// The errors of the f16 cache's rows so far: against `../shared/reference` and against the
+/// f64 pass with the f16-rounded cache.
+#[derive(Default)]
+struct F16Errors {
+    shared: f32,
+    rounded: f32,
+}
+
+impl F16Errors {
+    /// Checks row `i` of case `c` (`rounded`: the f64 pass's rows with the f16-rounded cache).
+    fn check(&mut self, c: &Case, rounded: &[Vec<f32>], what: &str, i: usize, row: &[f32]) {
+        let e = max_abs(row, &c.rows[i]);
+        assert!(e <= TOL_F16, "{} ({what}): f16 cache, row {i}: max abs {e} from ../shared/reference", c.name);
+        (self.shared, self.rounded) = (self.shared.max(e), self.rounded.max(max_abs(row, &rounded[i])));
+    }
+
+    /// The case's largest error is the rounding's (`alone`: the f64 pass's with the rounded cache).
+    fn check_ratio(&self, c: &Case, what: &str, alone: f32) {
+        let ratio = self.shared / alone;
+        assert!(
+            (1.0 / F16_ERROR_RATIO..=F16_ERROR_RATIO).contains(&ratio),
+            "{} ({what}): the f16 cache errs by {:.3e}, the f64 pass with a rounded cache by {alone:.3e}",
+            c.name,
+            self.shared
+        );
+    }
+}
+
+fn check_case_f16(c: &Case) {
+    let base = gpu(false);
+    let bytes = std::fs::read(model_path(&c.model)).unwrap();
+    let p = c.prompt.len();
+    let all: Vec<u32> = c.prompt.iter().chain(&c.greedy[..c.greedy.len() - 1]).copied().collect();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let cfg = Config { kv: KvType::F16, ..Config::from_gguf(&g, Some(all.len() as u32)).unwrap() };
+    let mut cpu = Reference::load(&g, bytes.as_slice(), &cfg).unwrap();
+    let rounded: Vec<Vec<f32>> = all.iter().zip(0..).map(|(&t, i)| cpu.step(t, i).into_iter().map(|x| x as f32).collect()).collect();
+    drop(cpu);
+    // What the rounding alone does to the f64 logits, over the rows from `first`.
+    let alone_from = |first: usize| rounded.iter().zip(&c.rows).skip(first).map(|(a, b)| max_abs(a, b)).fold(0.0, f32::max);
+    let alone = alone_from(0);
+    println!("{}: the f16 rounding of the cache alone moves the f64 logits by {alone:.3e}", c.name);
+    // Every row in one forward_all: 0 the device's kernels, 1 the GPU shapes with 4 key splits.
+    for variant in 0..2 {
+        let mut gpu = base.clone();
+        if variant == 1 {
+            let t = gpu.tuning_mut();
+            (t.cpu, t.splits) = (false, Some(4));
+        }
+        let (m32, m16) = (load_kv(&gpu, &bytes, KvType::F32), load_kv(&gpu, &bytes, KvType::F16));
+        assert_eq!(m16.config.kv, KvType::F16);
+        // The cache's bytes halve, and nothing else changes.
+        let cfg = &m16.config;
+        let cache = |b: u64| (cfg.ctx as u64 * cfg.kv_dim() as u64 * b).next_multiple_of(16);
+        assert_eq!(m32.gpu_bytes() - m16.gpu_bytes(), cfg.n_layers as u64 * 2 * (cache(4) - cache(2)), "{}: KV-cache bytes", c.name);
+        let r32 = block_on(m32.forward_all(&all, 0)).unwrap();
+        let r16 = block_on(m16.forward_all(&all, 0)).unwrap();
+        let d = max_abs(&r16, &r32);
+        assert!(d <= TOL_F16, "{} (variant {variant}): the f16 cache's rows differ from the f32 cache's by {d}", c.name);
+        let mut e = F16Errors::default();
+        for (i, row) in r16.chunks(c.vocab).enumerate() {
+            e.check(c, &rounded, &format!("variant {variant}"), i, row);
+            if i + 1 >= p {
+                assert_eq!(argmax(row), c.greedy[i + 1 - p], "{} (variant {variant}): f16 cache, greedy at row {i}", c.name);
+            }
+        }
+        e.check_ratio(c, &format!("variant {variant}"), alone);
+        println!(
+            "{} (variant {variant}): {} rows, max abs from ../shared/reference: f32 cache {:.3e}, f16 cache {:.3e}; f16 from f32 cache {:.3e}; \
+             f16 cache from the f64 pass with an f16 cache {:.3e}",
+            c.name,
+            c.rows.len(),
+            worst(&r32, &c.rows),
+            e.shared,
+            d,
+            e.rounded
+        );
+        m32.dispose();
+        m16.dispose();
+    }
+    // Decode: the prompt in one call, then the greedy continuation token by token.
+    let llama = load_kv(&base, &bytes, KvType::F16);
+    let mut logits = block_on(llama.forward(&c.prompt, 0)).unwrap();
+    let mut e = F16Errors::default();
+    for j in 0..c.greedy.len() {
+        e.check(c, &rounded, "decode", p - 1 + j, &logits);
+        let next = argmax(&logits);
+        assert_eq!(next, c.greedy[j], "{}: f16 cache, greedy token {j}", c.name);
+        if j + 1 < c.greedy.len() {
+            logits = block_on(llama.forward(&[next], (p + j) as u32)).unwrap();
+        }
+    }
+    e.check_ratio(c, "decode", alone_from(p - 1));
+    println!(
+        "{} (decode): {} rows, f16 cache: max abs {:.3e} from ../shared/reference, {:.3e} from the f64 pass with an f16 cache; greedy identical",
+        c.name,
+        c.greedy.len(),
+        e.shared,
+        e.rounded
+    );
+}
+
 macro_rules! case_test {
-    ($($fn:ident => $name:expr),* $(,)?) => { $( #[test] fn $fn() { check_case(&case($name)); } )* };
+    ($($fn:ident => $name:expr),* $(,)?) => {
+        $( #[test] fn $fn() { check_case(&case($name)); } )*
+        /// The same cases with the f16 KV cache.
+        mod f16_cache {
+            use super::*;
+            $( #[test] fn $fn() { check_case_f16(&case($name)); } )*
+        }
+    };
 }
 
 case_test! {
@@ -125,4 +272,14 @@ fn rerun_from_earlier_position_overwrites_cache() {
     assert!(max_abs(&redo, &c.rows[p - 1]) <= TOL);
     let next = block_on(llama.forward(&[c.greedy[0]], p as u32)).unwrap();
     assert!(max_abs(&next, &c.rows[p]) <= TOL);
+}
+
+/// `KvType` parses the CLI's and JS's spellings and nothing else.
+#[test]
+fn kv_type_names() {
+    assert_eq!("f16".parse::<KvType>(), Ok(KvType::F16));
+    assert_eq!("f32".parse::<KvType>(), Ok(KvType::F32));
+    assert_eq!(KvType::default(), KvType::F32);
+    assert_eq!("F16".parse::<KvType>(), Err("KV-cache type \"F16\": expected f32 or f16".to_string()));
+    assert_eq!((KvType::F16.to_string(), KvType::F16.bytes(), KvType::F32.bytes()), ("f16".to_string(), 2, 4));
 }

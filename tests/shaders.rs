@@ -38,12 +38,23 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::CpuTile(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }),
                 Geometry::CpuTile(CpuTile { lanes: 64, rows: 2, tokens: 16, subgroup: 8 }),
             ],
-            Kernel::AttentionCpu => vec![
-                Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 1, keys: 4, subgroup: 0 },
-                Geometry::CpuAttention { head_dim: 20, lanes: 8, rows: 3, keys: 3, subgroup: 0 },
-                Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 2, keys: 8, subgroup: 8 },
-            ],
-            Kernel::Attention => vec![Geometry::Attention { head_dim: 64, tpq: 16, bkv: 16 }, Geometry::Attention { head_dim: 8, tpq: 4, bkv: 32 }],
+            Kernel::AttentionCpu => [false, true]
+                .into_iter()
+                .flat_map(|kv_f16| {
+                    [
+                        Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 1, keys: 4, subgroup: 0, kv_f16 },
+                        Geometry::CpuAttention { head_dim: 20, lanes: 8, rows: 3, keys: 3, subgroup: 0, kv_f16 },
+                        Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 2, keys: 8, subgroup: 8, kv_f16 },
+                    ]
+                })
+                .collect(),
+            Kernel::Attention => [false, true]
+                .into_iter()
+                .flat_map(|kv_f16| {
+                    [Geometry::Attention { head_dim: 64, tpq: 16, bkv: 16, kv_f16 }, Geometry::Attention { head_dim: 8, tpq: 4, bkv: 32, kv_f16 }]
+                })
+                .collect(),
+            Kernel::RopeKv => vec![Geometry::RopeKv { kv_f16: false }, Geometry::RopeKv { kv_f16: true }],
             _ => vec![Geometry::Fixed],
         };
         let formats: Vec<Option<GgmlType>> = if kernel.reads_weights() { GgmlType::ALL.iter().copied().map(Some).collect() } else { vec![None] };

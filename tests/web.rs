@@ -157,6 +157,9 @@ const OTHERS: [Case; 7] = [
 
 /// Largest allowed |logit - reference| at any position.
 const TOLERANCE: f32 = 2e-3;
+/// The same with `kvType: 'f16'`, as tests/reference.rs (keys and values rounded to f16 move the
+/// reference cases' logits by 1e-2 to 4.4e-2 natively; stories260K-q8_0's by 1.0e-2).
+const KV_F16_TOLERANCE: f32 = 8e-2;
 
 fn ints(json: &str, key: &str) -> Vec<u32> {
     let start = json.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
@@ -382,6 +385,7 @@ async fn config_matches_the_seed_and_progress_is_reported() {
     for (k, v) in seed {
         assert_eq!(js_get(&c, k).as_f64(), Some(v), "config.{k}");
     }
+    assert_eq!(js_get(&c, "kvType").as_string().as_deref(), Some("f32"), "config.kvType");
     let dpt = config_u32(&llama, "dispatchesPerToken");
     // embed + 5 layers x (rmsnorm, fused q/k/v, rope_kv, attention, o, rmsnorm, fused gate/up,
     // swiglu, down) + final rmsnorm and output head: 48, against the seed's 63.
@@ -569,6 +573,8 @@ async fn bad_files_are_named() {
         ("contextLength", JsValue::from("8"), "TypeError: options.contextLength must be a positive integer, got the string \"8\""),
         ("ctx", JsValue::from(2.5), "RangeError: options.ctx must be a positive integer, got 2.5"),
         ("signal", JsValue::from(true), "TypeError: options.signal must be an AbortSignal, got true"),
+        ("kvType", JsValue::from("f8"), "RangeError: options.kvType must be \"f32\" or \"f16\", got the string \"f8\""),
+        ("kvType", JsValue::from(16), "TypeError: options.kvType must be \"f32\" or \"f16\", got 16"),
     ] {
         let o = js_sys::Object::new();
         js_sys::Reflect::set(&o, &key.into(), &value).unwrap();
@@ -597,6 +603,12 @@ async fn too_large_for_the_hosts_limits_names_the_limit() {
         "Error: tensor KV cache needs 256000000 bytes in one GPU buffer but the device's maxStorageBufferBindingSize is 134217728: \
          request a larger maxStorageBufferBindingSize when creating the GPUDevice"
     );
+    // An f16 cache needs half the bytes: 4M positions are refused at the same size.
+    let opts = js_sys::Object::new();
+    js_sys::Reflect::set(&opts, &"contextLength".into(), &4_000_000.into()).unwrap();
+    js_sys::Reflect::set(&opts, &"kvType".into(), &"f16".into()).unwrap();
+    let m = create(&dev, Q8_0.buffer(), Some(opts.into())).await.expect_err("should not fit");
+    assert_has(&m, "Error: tensor KV cache needs 256000000 bytes in one GPU buffer");
     // The host's limits are the ones used.
     let llama = load(&dev, &Q8_0, Some(8)).await;
     assert_eq!(config_u32(&llama, "maxStorageBufferBindingSize"), 134217728.0);
@@ -605,6 +617,41 @@ async fn too_large_for_the_hosts_limits_names_the_limit() {
     let llama = load(&raised, &Q8_0, Some(8)).await;
     assert!(config_u32(&llama, "maxStorageBufferBindingSize") > 134217728.0, "raised limit seen");
     js_call0(&llama, "dispose").unwrap();
+}
+
+/// `kvType: 'f16'`: config.kvType says so, the cache's bytes halve (config.gpuBytes), and the
+/// prompt and the greedy continuation decoded token by token stay within the f16 cache's
+/// tolerance of the reference, with the same tokens.
+#[wasm_bindgen_test]
+async fn an_f16_kv_cache_halves_the_cache_and_keeps_the_continuation() {
+    let dev = device(true).await;
+    let opts = |kv: &str| {
+        let o = js_sys::Object::new();
+        js_sys::Reflect::set(&o, &"contextLength".into(), &64.into()).unwrap();
+        js_sys::Reflect::set(&o, &"kvType".into(), &kv.into()).unwrap();
+        Some(o.into())
+    };
+    let m32 = create(&dev, Q8_0.buffer(), opts("f32")).await.unwrap();
+    let m16 = create(&dev, Q8_0.buffer(), opts("f16")).await.unwrap();
+    assert_eq!(js_get(&js_get(&m16, "config"), "kvType").as_string().as_deref(), Some("f16"));
+    // 5 layers x (k, v) x 64 positions x 4 KV heads x 8 dims x 2 bytes.
+    assert_eq!(config_u32(&m32, "gpuBytes") - config_u32(&m16, "gpuBytes"), (5 * 2 * 64 * 32 * 2) as f64, "gpuBytes");
+    let (prompt, greedy) = (Q8_0.prompt(), Q8_0.greedy());
+    let p = prompt.len();
+    let mut logits = forward(&m16, &prompt, 0).await.unwrap();
+    let mut worst = 0f32;
+    for (j, &want) in greedy.iter().enumerate() {
+        let d = max_abs(&logits, &Q8_0.row(p - 1 + j));
+        assert!(d <= KV_F16_TOLERANCE, "f16 cache: row {} differs by {d}", p - 1 + j);
+        worst = worst.max(d);
+        assert_eq!(argmax(&logits), want, "f16 cache: greedy token {j}");
+        if j + 1 < greedy.len() {
+            logits = forward(&m16, &[want], (p + j) as u32).await.unwrap();
+        }
+    }
+    web_sys::console::log_1(&format!("f16 KV cache: {} rows, max abs diff {worst:.2e}", greedy.len()).into());
+    js_call0(&m32, "dispose").unwrap();
+    js_call0(&m16, "dispose").unwrap();
 }
 
 #[wasm_bindgen_test]

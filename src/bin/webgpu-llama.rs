@@ -1,6 +1,6 @@
 //! The native door: run a GGUF on a prompt of token ids, or print what a GGUF holds.
 //!
-//! `webgpu-llama run MODEL.gguf --tokens 1,2,3 [-n 20] [--ctx N] [--dump-logits FILE]`
+//! `webgpu-llama run MODEL.gguf --tokens 1,2,3 [-n 20] [--ctx N] [--kv f32|f16] [--dump-logits FILE]`
 //! `webgpu-llama info MODEL.gguf`
 
 #![cfg_attr(target_arch = "wasm32", allow(unused))]
@@ -15,7 +15,7 @@ mod cli {
     use std::time::Instant;
 
     use clap::{Parser, Subcommand};
-    use webgpu_llama::{gguf::ByteSource, vocab::Vocab, weights::TensorSource, Config, Gguf, Gpu, Llama, LoadOptions};
+    use webgpu_llama::{gguf::ByteSource, vocab::Vocab, weights::TensorSource, Config, Gguf, Gpu, KvType, Llama, LoadOptions};
 
     #[derive(Parser)]
     #[command(name = "webgpu-llama", about = "LLaMA / Mixtral GGUF forward pass on the GPU (wgpu)")]
@@ -39,6 +39,9 @@ mod cli {
             /// KV-cache length (default min(context_length, 2048)).
             #[arg(long)]
             ctx: Option<u32>,
+            /// KV-cache element type: f32, or f16 (half the bytes).
+            #[arg(long, default_value_t = KvType::F32)]
+            kv: KvType,
             /// Write the logits after every token of prompt ++ greedy[:-1] (f32 rows of vocab values).
             #[arg(long)]
             dump_logits: Option<String>,
@@ -64,6 +67,9 @@ mod cli {
             /// KV-cache length (default prompt + gen).
             #[arg(long)]
             ctx: Option<u32>,
+            /// KV-cache element type: f32, or f16 (half the bytes).
+            #[arg(long, default_value_t = KvType::F32)]
+            kv: KvType,
             /// Repeats.
             #[arg(long, default_value_t = 3)]
             repeats: u32,
@@ -276,12 +282,12 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Bench { model, prompt, depth, gen, ctx, repeats, peak_gbs, json, default_limits, profile, choices } => {
+            Cmd::Bench { model, prompt, depth, gen, ctx, kv, repeats, peak_gbs, json, default_limits, profile, choices } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
                 let g = Gguf::parse(bytes.as_slice())?;
-                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile };
+                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
                     println!("{}", report.to_json());
@@ -307,18 +313,18 @@ mod cli {
                 println!("wrote {out} ({} bytes, {shape} {ty}) in {:.1} s", std::fs::metadata(&out)?.len(), t.elapsed().as_secs_f64());
                 Ok(())
             }
-            Cmd::Run { model, tokens, n, ctx, dump_logits, default_limits, choices } => {
+            Cmd::Run { model, tokens, n, ctx, kv, dump_logits, default_limits, choices } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
                 println!("adapter: {}", gpu.adapter_info);
                 let t0 = Instant::now();
                 let g = Gguf::parse(bytes.as_slice())?;
-                let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx, ..Default::default() })?;
+                let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx, kv, ..Default::default() })?;
                 gpu.device.poll(wgpu::PollType::wait_indefinitely())?;
                 let c = &llama.config;
                 println!(
-                    "loaded {model} in {:.2} s: d {} L {} ff {} heads {}/{} hd {} ctx {} vocab {} experts {} top-{}; {} dispatches per token",
+                    "loaded {model} in {:.2} s: d {} L {} ff {} heads {}/{} hd {} ctx {} ({} KV cache) vocab {} experts {} top-{}; {} dispatches per token",
                     t0.elapsed().as_secs_f64(),
                     c.d,
                     c.n_layers,
@@ -327,6 +333,7 @@ mod cli {
                     c.n_kv_heads,
                     c.head_dim,
                     c.ctx,
+                    c.kv,
                     c.vocab,
                     c.experts,
                     c.topk,

@@ -15,7 +15,7 @@ use super::adopt::adopt_device;
 use super::glue;
 use super::promise::{install, on_panic, spawn};
 use super::source::{read_header, stream_uploads, JsBytes, Source};
-use crate::config::Config;
+use crate::config::{Config, KvType};
 use crate::error::Error;
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
@@ -40,6 +40,8 @@ export interface LlamaConfig {
   readonly hd: number;
   /** KV-cache length in positions: forward(tokens, startPos) needs startPos + tokens.length <= ctx. */
   readonly ctx: number;
+  /** The KV cache's element type (options.kvType). */
+  readonly kvType: KvType;
   /** Vocabulary size: token ids are 0 .. vocab-1 and forward returns vocab logits. */
   readonly vocab: number;
   /** RMSNorm epsilon. */
@@ -80,12 +82,20 @@ export interface LoadProgress {
   tensorsTotal: number;
 }
 
+/** The KV cache's element type: 'f32', or 'f16' (IEEE halves packed two per u32 with
+ * pack2x16float, so no shader-f16 feature is needed): half the cache's bytes, logits within about
+ * 1e-2 of the f32 cache's (measured on the reference models: see the README). */
+export type KvType = 'f32' | 'f16';
+
 /** Options for createLlama. */
 export interface LoadOptions {
   /** KV-cache length in positions (default min(llama.context_length, 2048)). */
   contextLength?: number;
   /** Alias of contextLength. */
   ctx?: number;
+  /** The KV cache's element type (default 'f32'); 'f16' halves the cache's bytes. A string other
+   * than these rejects with a RangeError, another type with a TypeError. */
+  kvType?: KvType;
   /** Called after each tensor is on the GPU (the load yields to the event loop between reads, so
    * the page can repaint); an exception thrown here fails the load. */
   onProgress?: (progress: LoadProgress) => void;
@@ -275,12 +285,13 @@ fn position_from_js(v: &JsValue) -> Result<u32, Error> {
 
 struct Options {
     ctx: Option<u32>,
+    kv: KvType,
     on_progress: Option<js_sys::Function>,
     signal: Option<JsValue>,
 }
 
 fn options_from_js(v: Option<JsValue>) -> Result<Options, Error> {
-    let mut o = Options { ctx: None, on_progress: None, signal: None };
+    let mut o = Options { ctx: None, kv: KvType::F32, on_progress: None, signal: None };
     let Some(v) = v.filter(|v| !v.is_undefined() && !v.is_null()) else {
         return Ok(o);
     };
@@ -296,6 +307,14 @@ fn options_from_js(v: Option<JsValue>) -> Result<Options, Error> {
         match ctx.as_f64() {
             Some(x) if x.fract() == 0.0 && x >= 1.0 && x <= u32::MAX as f64 => o.ctx = Some(x as u32),
             Some(_) => return Err(Error::Input(msg())),
+            None => return Err(Error::InvalidType(msg())),
+        }
+    }
+    let kv = get(&v, "kvType");
+    if !kv.is_undefined() {
+        let msg = || format!("options.kvType must be \"f32\" or \"f16\", got {}", describe(&kv));
+        match kv.as_string() {
+            Some(s) => o.kv = s.parse().map_err(|_| Error::Input(msg()))?,
             None => return Err(Error::InvalidType(msg())),
         }
     }
@@ -372,8 +391,8 @@ pub struct WebLlama {
 ///   `Response`/`ReadableStream`. Tensor bytes go from it to GPU buffers window by window
 ///   (at most a few MiB of the file in memory at a time; an `ArrayBuffer` is never copied); the
 ///   caller may drop it once the promise resolves.
-/// * `options`: `{ contextLength?: number (alias ctx), onProgress?: ({bytesDone, bytesTotal,
-///   tensorsDone, tensorsTotal}) => void, signal?: AbortSignal }`. The load yields to the event
+/// * `options`: `{ contextLength?: number (alias ctx), kvType?: 'f32' | 'f16', onProgress?:
+///   ({bytesDone, bytesTotal, tensorsDone, tensorsTotal}) => void, signal?: AbortSignal }`. The load yields to the event
 ///   loop between windows, so progress repaints; an aborted signal rejects with its reason.
 ///
 /// Rejects with a `TypeError` for arguments of the wrong type (not a `GPUDevice`, not a model
@@ -452,7 +471,7 @@ async fn load(device: &JsValue, src: &Source, opts: &Options) -> Result<WebLlama
     // Planning is synchronous, so no other code can push or pop scopes in between.
     let oom = gpu.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let planned_load = Llama::load(&gpu, &g, &planned, LoadOptions { ctx: opts.ctx, ..Default::default() });
+    let planned_load = Llama::load(&gpu, &g, &planned, LoadOptions { ctx: opts.ctx, kv: opts.kv, ..Default::default() });
     let validation = validation.pop();
     let oom = oom.pop();
     drop(g);
@@ -499,6 +518,7 @@ async fn load(device: &JsValue, src: &Source, opts: &Options) -> Result<WebLlama
         ("nkv", c.n_kv_heads.into()),
         ("hd", c.head_dim.into()),
         ("ctx", c.ctx.into()),
+        ("kvType", c.kv.name().into()),
         ("vocab", c.vocab.into()),
         ("eps", (c.eps as f64).into()),
         ("theta", (c.theta as f64).into()),
