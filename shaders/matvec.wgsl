@@ -1,15 +1,16 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
-// Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const TPR, RPW, NT, SPAN,
-// NG, UN, NORM, GLU`: workgroup of 64 = RPW rows x TPR threads per row; thread t of a row takes
-// the spans of SPAN weights t, t + TPR, ... (so that the TPR threads' loads of weights and of X
-// are side by side: a few cache lines per load instruction, not one per thread), UN spans at a
-// time (their loads issued before any is used: decode is bound by memory latency x loads in
-// flight). A span is NG = SPAN / 4 groups of 4 weights, each decoded with the format's dq4: a
-// span that covers a block's (or sub-block's) scale lets the compiler load and decode that scale
-// once, not once per 4 weights (a K-quant's scale decode costs more than its 4 products). Each
-// group is multiplied into all NT token rows; the row's TPR partial sums are then added in
-// workgroup memory. Workgroups past 65535 wrap into workgroup_id.y. The maths: each weight is
-// exactly ggml's dequantised f32 value, then an f32 dot product per token.
+// Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const TPR, RPW, RPT, NT,
+// SPAN, NG, UN, UNG, NORM, GLU`: workgroup of 64 = RPW row groups x TPR threads; a row group is
+// RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
+// rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
+// per load instruction, not one per thread), UN spans at a time, their UNG x RPT loads issued
+// before any is used: decode is bound by memory latency x loads in flight. Each load of X serves
+// the RPT rows. A span is NG = SPAN / 4 groups of 4 weights, each decoded with the format's dq4
+// and multiplied into all NT token rows; the row's TPR partial sums are then added in workgroup
+// memory. Workgroups past 65535 wrap into workgroup_id.y. The maths: each weight is exactly
+// ggml's dequantised f32 value, then an f32 dot product per token.
+// The `//@for` blocks are unrolled at compose time (kernels::unroll) into named registers: the
+// drivers' compilers keep a private array indexed in a loop in memory when they do not unroll it.
 //
 // Decode fusions (linear::Fuse), so that a decoded token needs fewer dispatches:
 // NORM = 1: X holds the raw residual stream and NW the RMSNorm weights; the kernel computes
@@ -19,111 +20,146 @@
 //   silu(gate_r . x) * (up_r . x) (SwiGLU), the two rows sharing each load of x.
 //@if NORM
 @group(0) @binding(5) var<storage, read> NW: array<vec4<f32>>;
-//@end
-struct Acc { s: array<f32, NT>, ss: array<f32, NT>, up: array<f32, NT> };
-var<workgroup> part: array<Acc, 64>;
 
-// Adds weights c .. c + 4 (w of the row, wu of its up row under GLU) times every token's inputs.
-fn fma4(a: ptr<function, Acc>, w: vec4<f32>, wu: vec4<f32>, c: u32, x0: u32) {
-  for (var k = 0u; k < NT; k++) {
-    var x = xv4((x0 + k) * p.x_stride + c);
-//@if NORM
-    (*a).ss[k] += dot(x, x);
-    if ((c & 3u) == 0u) { x *= NW[c >> 2u]; } else { x *= vec4<f32>(nw1(c), nw1(c + 1u), nw1(c + 2u), nw1(c + 3u)); }
-//@end
-    (*a).s[k] += dot(w, x);
-    if (GLU != 0u) { (*a).up[k] += dot(wu, x); }
-  }
-}
-
-//@if NORM
 fn nw1(i: u32) -> f32 {
   return NW[i >> 2u][i & 3u];
 }
+
+// Norm weights c .. c + 4.
+fn nw4(c: u32) -> vec4<f32> {
+  if ((c & 3u) == 0u) { return NW[c >> 2u]; }
+  return vec4<f32>(nw1(c), nw1(c + 1u), nw1(c + 2u), nw1(c + 3u));
+}
 //@end
 
-// Weights c .. c + 4 of the up row (GLU only).
-fn up4(ru: u32, c: u32) -> vec4<f32> {
-  if (GLU != 0u) { return dq4(ru, c); }
-  return vec4<f32>();
-}
+// Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x (NORM).
+var<workgroup> part: array<array<f32, NT * RPT>, 64>;
+//@if GLU
+var<workgroup> part_up: array<array<f32, NT * RPT>, 64>;
+//@end
+//@if NORM
+var<workgroup> part_ss: array<array<f32, NT>, 64>;
+//@end
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) l: vec3u) {
   let t = l.x % TPR;
-  let row = (wg.y * nwg.x + wg.x) * RPW + l.x / TPR;
+  let row = ((wg.y * nwg.x + wg.x) * RPW + l.x / TPR) * RPT;
   let b = batch_rows();
-  var a: Acc;
-  if (row < p.rows) {
-    let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
-    let rb = row * row_bytes;
-    let ru = rb + p.rows * row_bytes;
-    let spans = p.cols / SPAN;
-    var sp = t;
-    for (; sp + (UN - 1u) * TPR < spans; sp += UN * TPR) {
-      var w: array<vec4<f32>, UN * NG>;
-      var wu: array<vec4<f32>, UN * NG>;
-      for (var j = 0u; j < UN * NG; j++) {
-        let c = (sp + (j / NG) * TPR) * SPAN + 4u * (j % NG);
-        w[j] = dq4(rb, c);
-        wu[j] = up4(ru, c);
-      }
-      for (var j = 0u; j < UN * NG; j++) {
-        fma4(&a, w[j], wu[j], (sp + (j / NG) * TPR) * SPAN + 4u * (j % NG), b.y);
-      }
-    }
-    // The spans left (fewer than UN per thread), the groups past the last whole span, then the
-    // weights past the last whole group.
-    for (; sp < spans; sp += TPR) {
-      for (var i = 0u; i < NG; i++) {
-        let c = sp * SPAN + 4u * i;
-        fma4(&a, dq4(rb, c), up4(ru, c), c, b.y);
-      }
-    }
-    let groups = p.cols / 4u;
-    for (var g = spans * NG + t; g < groups; g += TPR) {
-      fma4(&a, dq4(rb, 4u * g), up4(ru, 4u * g), 4u * g, b.y);
-    }
-    for (var c = groups * 4u + t; c < p.cols; c += TPR) {
-      let w = dequant(rb, c);
-      var wu = 0.0;
-      if (GLU != 0u) { wu = dequant(ru, c); }
-      for (var k = 0u; k < NT; k++) {
-        var x = x1((b.y + k) * p.x_stride + c);
-//@if NORM
-        a.ss[k] += x * x;
-        x *= nw1(c);
+  let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
+  // Row i of the group starts at byte rb_i (its up row at ru_i); rows past the last repeat it,
+  // so that every load stays in bounds (only real rows are stored).
+//@for i < RPT
+  let rb_$i = min(row + $iu, p.rows - 1u) * row_bytes;
+  let ru_$i = rb_$i + p.rows * row_bytes;
 //@end
-        a.s[k] += w * x;
-        a.up[k] += wu * x;
-      }
+//@for k < NT
+  var ss_$k = 0.0;
+//@for i < RPT
+  var s_$k_$i = 0.0;
+  var u_$k_$i = 0.0;
+//@end
+//@end
+  let spans = select(0u, p.cols / SPAN, row < p.rows);
+  // Whole steps of UN x TPR spans (every thread the same count).
+  for (var base = 0u; base + UN * TPR <= spans; base += UN * TPR) {
+    let sp = base + t;
+//@for j < UNG
+    let c_$j = (sp + ($ju / NG) * TPR) * SPAN + 4u * ($ju % NG);
+//@for i < RPT
+    let w_$j_$i = dq4(rb_$i, c_$j);
+//@if GLU
+    let v_$j_$i = dq4(ru_$i, c_$j);
+//@end
+//@end
+//@end
+//@for j < UNG
+//@for k < NT
+    {
+      var x = xv4((b.y + $ku) * p.x_stride + c_$j);
+//@if NORM
+      ss_$k += dot(x, x);
+      x *= nw4(c_$j);
+//@end
+//@for i < RPT
+      s_$k_$i += dot(w_$j_$i, x);
+//@if GLU
+      u_$k_$i += dot(v_$j_$i, x);
+//@end
+//@end
     }
+//@end
+//@end
   }
-  part[l.x] = a;
+  // What the loop above leaves (fewer than UN x TPR spans, and the weights past the last whole
+  // span), 4 weights at a time, side by side across the threads; the last partial group masked.
+  let first = ((spans / TPR) / UN) * UN * TPR * SPAN;
+  let end = select(0u, p.cols, row < p.rows);
+  for (var c = first + 4u * t; c < end; c += 4u * TPR) {
+    let m = vec4<u32>(c) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.cols);
+//@for i < RPT
+    let w_$i = select(vec4<f32>(), dq4(rb_$i, c), m);
+//@if GLU
+    let v_$i = select(vec4<f32>(), dq4(ru_$i, c), m);
+//@end
+//@end
+//@for k < NT
+    {
+      let xo = (b.y + $ku) * p.x_stride + c;
+      var x = select(vec4<f32>(), vec4<f32>(x1(xo), x1(xo + 1u), x1(xo + 2u), x1(xo + 3u)), m);
+//@if NORM
+      ss_$k += dot(x, x);
+      x *= select(vec4<f32>(), vec4<f32>(nw1(c), nw1(c + 1u), nw1(c + 2u), nw1(c + 3u)), m);
+//@end
+//@for i < RPT
+      s_$k_$i += dot(w_$i, x);
+//@if GLU
+      u_$k_$i += dot(v_$i, x);
+//@end
+//@end
+    }
+//@end
+  }
+//@for k < NT
+//@for i < RPT
+  part[l.x][$ku * RPT + $iu] = s_$k_$i;
+//@if GLU
+  part_up[l.x][$ku * RPT + $iu] = u_$k_$i;
+//@end
+//@end
+//@if NORM
+  part_ss[l.x][$ku] = ss_$k;
+//@end
+//@end
   workgroupBarrier();
   for (var h = TPR / 2u; h > 0u; h >>= 1u) {
     if (t < h) {
-      for (var k = 0u; k < NT; k++) {
-        part[l.x].s[k] += part[l.x + h].s[k];
-        if (NORM != 0u) { part[l.x].ss[k] += part[l.x + h].ss[k]; }
-        if (GLU != 0u) { part[l.x].up[k] += part[l.x + h].up[k]; }
+      for (var k = 0u; k < NT * RPT; k++) {
+        part[l.x][k] += part[l.x + h][k];
+//@if GLU
+        part_up[l.x][k] += part_up[l.x + h][k];
+//@end
       }
+//@if NORM
+      for (var k = 0u; k < NT; k++) { part_ss[l.x][k] += part_ss[l.x + h][k]; }
+//@end
     }
     workgroupBarrier();
   }
   if (t == 0u && row < p.rows) {
-    for (var k = 0u; k < NT; k++) {
-      if (k < b.x) {
-        var v = part[l.x].s[k];
-        var u = part[l.x].up[k];
-        if (NORM != 0u) {
-          let inv = 1.0 / sqrt(part[l.x].ss[k] / f32(p.cols) + p.eps);
-          v *= inv;
-          u *= inv;
-        }
-        if (GLU != 0u) { v = v / (1.0 + exp(-v)) * u; }
-        store(k, row, v);
+    for (var k = 0u; k < min(NT, b.x); k++) {
+      var inv = 1.0;
+//@if NORM
+      inv = 1.0 / sqrt(part_ss[l.x][k] / f32(p.cols) + p.eps);
+//@end
+      for (var i = 0u; i < min(RPT, p.rows - row); i++) {
+        var v = part[l.x][k * RPT + i] * inv;
+//@if GLU
+        let u = part_up[l.x][k * RPT + i] * inv;
+        v = v / (1.0 + exp(-v)) * u;
+//@end
+        store(k, row + i, v);
       }
     }
   }

@@ -15,8 +15,14 @@ pub struct Tuning {
     pub cpu: bool,
     /// Forced threads per row for the matrix-vector kernels (else [`crate::linear::threads_per_row`]).
     pub tpr: Option<u32>,
+    /// Forced rows per thread of the one-token matrix-vector kernel (else
+    /// [`crate::linear::rows_per_thread`]).
+    pub rpt: Option<u32>,
     /// Forced weights per span of the matrix-vector kernel (else [`crate::linear::span`]).
     pub span: Option<u32>,
+    /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
+    /// [`crate::attention::decode_kernel`]).
+    pub decode_attention: Option<bool>,
     /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel (`shaders/matvec.wgsl`, NORM and
     /// GLU); `None`: on GPUs, not on CPU adapters (see [`Tuning::fused`]).
     pub fuse: Option<bool>,
@@ -99,7 +105,9 @@ impl Gpu {
                 cpu,
                 tpr: None,
                 span: None,
+                rpt: None,
                 fuse: None,
+                decode_attention: None,
                 matvec_max_tokens: 8,
                 tile: Tile::PORTABLE,
                 min_large_tiles: 256,

@@ -34,6 +34,8 @@ pub enum Kernel {
     RopeKv,
     /// Causal GQA flash attention of a batch of tokens against the KV cache.
     Attention,
+    /// Attention of a one-token batch (decoding): a key per thread, then a value dim per thread.
+    AttentionDecode,
     /// Merges attention's key splits (flash-decoding).
     AttentionCombine,
     /// Causal GQA attention of a batch of tokens on CPU implementations of the API: a query row
@@ -53,7 +55,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 15] = [
+    pub const ALL: [Kernel; 16] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -62,6 +64,7 @@ impl Kernel {
         Kernel::MatmulCpu,
         Kernel::RopeKv,
         Kernel::Attention,
+        Kernel::AttentionDecode,
         Kernel::AttentionCombine,
         Kernel::AttentionCpu,
         Kernel::MoeSelect,
@@ -82,6 +85,7 @@ impl Kernel {
             Kernel::MatmulCpu => include_str!("../shaders/matmul_cpu.wgsl"),
             Kernel::RopeKv => include_str!("../shaders/rope_kv.wgsl"),
             Kernel::Attention => include_str!("../shaders/attention.wgsl"),
+            Kernel::AttentionDecode => include_str!("../shaders/attention_decode.wgsl"),
             Kernel::AttentionCombine => include_str!("../shaders/attention_combine.wgsl"),
             Kernel::AttentionCpu => include_str!("../shaders/attention_cpu.wgsl"),
             Kernel::MoeSelect => include_str!("../shaders/moe_select.wgsl"),
@@ -103,6 +107,7 @@ impl Kernel {
             Kernel::MatmulCpu => "matmul_cpu",
             Kernel::RopeKv => "rope_kv",
             Kernel::Attention => "attention",
+            Kernel::AttentionDecode => "attention_decode",
             Kernel::AttentionCombine => "attention_combine",
             Kernel::AttentionCpu => "attention_cpu",
             Kernel::MoeSelect => "moe_select",
@@ -247,6 +252,8 @@ pub enum Geometry {
         tpr: u32,
         /// Token vectors per dispatch.
         tokens: u32,
+        /// Rows per thread (each load of the activations serves them all).
+        rpt: u32,
         /// Weights a thread decodes at once (a multiple of 4): see `shaders/matvec.wgsl`.
         span: u32,
         /// RMSNorm fused in (the input is the raw residual stream).
@@ -286,6 +293,16 @@ pub enum Geometry {
         /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
         kv_f16: bool,
     },
+    /// One-token attention (`attention_decode.wgsl`): head dim (a multiple of 4), query heads
+    /// per KV head.
+    AttentionDecode {
+        /// Head dim.
+        head_dim: u32,
+        /// Query heads per KV head.
+        group: u32,
+        /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
+        kv_f16: bool,
+    },
     /// RoPE and the KV-cache write: the cache's element type.
     RopeKv {
         /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
@@ -307,7 +324,7 @@ pub struct PipelineKey {
 impl Geometry {
     /// `tpr` threads per row over `tokens` token vectors, spans of 4 weights, nothing fused.
     pub fn rows(tpr: u32, tokens: u32) -> Geometry {
-        Geometry::Rows { tpr, tokens, span: 4, norm: false, glu: false }
+        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, norm: false, glu: false }
     }
 }
 
@@ -330,8 +347,11 @@ impl PipelineKey {
         }
         match self.geometry {
             Geometry::Fixed => {}
-            Geometry::Rows { tpr, tokens, span, norm, glu } => {
+            Geometry::Rows { tpr, tokens, rpt, span, norm, glu } => {
                 s += &format!(" tpr{tpr} x{tokens}");
+                if rpt != 1 {
+                    s += &format!(" r{rpt}");
+                }
                 if span != 4 {
                     s += &format!(" s{span}");
                 }
@@ -346,9 +366,14 @@ impl PipelineKey {
             Geometry::CpuTile(t) => s += &format!(" {t}"),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
+            Geometry::AttentionDecode { head_dim, group, .. } => s += &format!(" hd{head_dim} g{group}"),
             Geometry::RopeKv { .. } => {}
         }
-        if let Geometry::CpuAttention { kv_f16: true, .. } | Geometry::Attention { kv_f16: true, .. } | Geometry::RopeKv { kv_f16: true } = self.geometry {
+        if let Geometry::CpuAttention { kv_f16: true, .. }
+        | Geometry::Attention { kv_f16: true, .. }
+        | Geometry::AttentionDecode { kv_f16: true, .. }
+        | Geometry::RopeKv { kv_f16: true } = self.geometry
+        {
             s += " kv-f16";
         }
         s
@@ -391,9 +416,9 @@ pub fn compose(key: &PipelineKey) -> String {
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
-        Geometry::Rows { tpr, tokens, span, norm, glu } => {
+        Geometry::Rows { tpr, tokens, rpt, span, norm, glu } => {
             let (ng, un) = (span / 4, (16 / span).max(1));
-            s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr);
+            s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst RPT: u32 = {rpt}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr);
             s += &format!(
                 "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {}u;\nconst GLU: u32 = {}u;\n",
                 norm as u32, glu as u32
@@ -401,6 +426,9 @@ pub fn compose(key: &PipelineKey) -> String {
         }
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
         Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
+        Geometry::AttentionDecode { head_dim, group, .. } => {
+            s += &format!("const HD: u32 = {head_dim}u;\nconst G: u32 = {group}u;\nconst DPT: u32 = {}u;\n", head_dim.div_ceil(64))
+        }
         Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } => {
             for (name, v) in consts(key) {
                 s += &format!("const {name}: u32 = {v}u;\n");
@@ -424,12 +452,14 @@ pub fn compose(key: &PipelineKey) -> String {
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
-        Geometry::Rows { norm, glu, .. } => vec![("NORM", norm as u32), ("GLU", glu as u32)],
+        Geometry::Rows { tokens, rpt, span, norm, glu, .. } => {
+            vec![("NT", tokens), ("RPT", rpt), ("UNG", (span / 4) * (16 / span).max(1)), ("NORM", norm as u32), ("GLU", glu as u32)]
+        }
         Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, kv_f16 } => {
             vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup), ("KV16", kv_f16 as u32)]
         }
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
-        Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
+        Geometry::Attention { kv_f16, .. } | Geometry::AttentionDecode { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
         _ => vec![],
     }
 }

@@ -76,19 +76,31 @@ pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
 }
 
 /// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
-/// `shaders/matvec.wgsl`): on a GPU a whole 32-weight block (Q4_0 .. Q8_0) or sub-block
-/// (K-quants), so that its scale is loaded and decoded once, not once per 4 weights; 8 for the
-/// float formats, which have no scale; 4 on CPU adapters (a whole row per invocation: spans
-/// change nothing there). [`crate::gpu::Tuning::span`] overrides.
+/// `shaders/matvec.wgsl`): 8 on a GPU, 4 on CPU adapters (a whole row per invocation: spans
+/// change nothing there). [`crate::gpu::Tuning::span`] overrides. Longer spans keep a block's
+/// scale in one thread, but spread a load instruction's addresses: measured on an H200 (decode
+/// of the Llama-3.2-1B shape, fused, 1 row per thread, tok/s for spans of 4 / 8 / 16 / 32 / 64):
+/// Q8_0 467 / 453 / 393 / 275 / 240, Q4_K_M 328 / 332 / 288 / 196 / 148, F16 449 / 433 / 316 /
+/// 189 / 133; with 2 rows per thread spans of 8 are the best of 4 and 8 for every format
+/// ([`rows_per_thread`]).
 pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
-    if let Some(s) = gpu.tuning().span {
-        return s;
+    let _ = ty;
+    match gpu.tuning().span {
+        Some(s) => s,
+        None if gpu.is_cpu() => 4,
+        None => 8,
     }
-    match ty {
-        _ if gpu.is_cpu() => 4,
-        GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 8,
-        _ => 32,
-    }
+}
+
+/// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
+/// accumulators would outgrow workgroup memory): each load of the activations then serves that
+/// many rows, and a thread keeps that many more weight loads in flight. 2 on a GPU, 1 on CPU
+/// adapters; [`crate::gpu::Tuning::rpt`] overrides. Measured on an H200 (decode tok/s with 1, 2
+/// and 4 rows per thread, spans of 8): Llama-3.2-1B shape Q8_0 477 / 487 / 448, Q4_K_M 330 /
+/// 336 / 238, F16 447 / 464 / 437; Llama-3-8B shape Q4_K_M 85.4 / 86.9 (spans of 4, 4 rows:
+/// 59.8).
+pub fn rows_per_thread(gpu: &Gpu) -> u32 {
+    gpu.tuning().rpt.unwrap_or(if gpu.is_cpu() { 1 } else { 2 })
 }
 
 /// Whether a batch of `n` tokens runs the linear ops' matrix-vector forms (see [`Builder::linear`]),
@@ -155,7 +167,7 @@ impl Builder<'_> {
             self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
         // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
-        let span = span(self.gpu, w.ty);
+        let (span, rpt) = (span(self.gpu, w.ty), rows_per_thread(self.gpu));
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -175,10 +187,10 @@ impl Builder<'_> {
             let mv_p = if glu { self.uniform("linear glu", &LinearParams { rows: mv_rows, ..params }) } else { p.clone() };
             let mut mv_bufs = vec![&mv_p, bufs[1], bufs[2], norm.map_or(io.x, |n| n.0), io.y];
             mv_bufs.extend(norm.map(|n| n.1));
-            let rows_geometry = |tokens| Geometry::Rows { tpr, tokens, span, norm: norm.is_some(), glu };
+            let rows_geometry = |tokens, rpt| Geometry::Rows { tpr, tokens, rpt, span, norm: norm.is_some(), glu };
             let mut variants = vec![
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(1)), &mv_bufs),
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(MATVEC_TOKENS)), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(1, rpt)), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(MATVEC_TOKENS, 1)), &mv_bufs),
                 if coop {
                     self.variant(PipelineKey::weights(Kernel::MatmulCoop, w.ty, Geometry::Fixed), &bufs)
                 } else {
@@ -198,7 +210,7 @@ impl Builder<'_> {
             let (rows, rpw) = (part.rows, 64 / tpr);
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
-                    1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(rpw))),
+                    1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(rpw * rpt))),
                     n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(mv_rows.div_ceil(rpw))),
                     n => match (cpu, small) {
                         (Some((i, t)), _) => (i, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
@@ -220,7 +232,7 @@ impl Builder<'_> {
         let first = self.program.ops.len();
         let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
         let norm = norm.filter(|_| fused);
-        let span = span(self.gpu, w.ty);
+        let (span, rpt) = (span(self.gpu, w.ty), rows_per_thread(self.gpu));
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -237,14 +249,14 @@ impl Builder<'_> {
             let step = self.step.clone();
             let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
             bufs.extend(norm.map(|n| n.1));
-            let geometry = Geometry::Rows { tpr, tokens: 1, span, norm: norm.is_some(), glu: false };
+            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, norm: norm.is_some(), glu: false };
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
             let last_index = op.variants.len();
             op.variants.push(last);
             let all = std::mem::replace(&mut op.plan, Box::new(|_| None));
             let rows = part.rows;
-            op.plan = Box::new(move |b| if b.all_logits { all(b) } else { Some((last_index, grid(rows.div_ceil(64 / tpr)))) });
+            op.plan = Box::new(move |b| if b.all_logits { all(b) } else { Some((last_index, grid(rows.div_ceil(64 / tpr * rpt)))) });
             let all = std::mem::replace(&mut op.traffic, Box::new(|_| 0));
             let last = part.buffer.size() + (w.cols + rows) as u64 * 4;
             op.traffic = Box::new(move |b| if b.all_logits { all(b) } else { last });

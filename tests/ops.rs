@@ -178,18 +178,18 @@ fn linear_fused_norm_and_swiglu() {
         ggml::dequantize(ty, &bytes, &mut exact).unwrap();
         let (gate, up) = exact.split_at(exact.len() / 2);
         let nw: Vec<f32> = rng.vec(cols as usize).iter().map(|v| 1.0 + 0.5 * v).collect();
-        for (i, n) in [1u32, 3, 8, 9, 33].into_iter().enumerate() {
+        for (i, n) in [1u32, 1, 3, 8, 9, 33].into_iter().enumerate() {
             let mut g = base.clone();
             let t = g.tuning_mut();
             t.fuse = Some(true);
             match i % 3 {
-                0 => (t.cpu, t.span) = (false, None),
-                1 => (t.cpu, t.span) = (false, Some(12)),
+                0 => (t.cpu, t.span, t.rpt) = (false, None, Some(2)),
+                1 => (t.cpu, t.span, t.rpt) = (false, Some(12), Some(3)),
                 _ => (t.cpu, t.span) = (true, Some(4)),
             }
             let x: Vec<f32> = rng.vec((n * cols) as usize).iter().map(|v| 3.0 * v).collect();
             let xn: Vec<Vec<f64>> = x.chunks(cols as usize).map(|r| reference::rmsnorm(&f64s(r), &f64s(&nw), 1e-5)).collect();
-            let what = format!("{ty} {rows}x{cols} T={n} (cpu {}, span {:?})", g.tuning().cpu, g.tuning().span);
+            let what = format!("{ty} {rows}x{cols} T={n} (cpu {}, span {:?}, rows per thread {:?})", g.tuning().cpu, g.tuning().span, g.tuning().rpt);
 
             let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), false)).unwrap();
             let want: Vec<f64> = xn.iter().flat_map(|r| reference::matvec(&f64s(&exact), r)).collect();
@@ -295,18 +295,24 @@ fn attention_f16() {
 fn attention_with(kv: KvType) {
     let base = gpu(false);
     let mut rng = Rng(7);
-    for variant in 0..3 {
+    // 0, 1: the device's kernels (with and without subgroups); 2: the GPU kernels (one-token
+    // batches through attention_decode.wgsl); 3: the same with the tiled kernel for one token too;
+    // 4: the GPU kernels at a head dim of 132 (attention_decode's threads take 3 dims, the last
+    // partly).
+    for variant in 0..5 {
         let mut gpu = base.clone();
+        let t = gpu.tuning_mut();
         match variant {
             0 => {}
-            1 => gpu.tuning_mut().cpu_subgroup = 0,
-            _ => gpu.tuning_mut().cpu = false,
+            1 => t.cpu_subgroup = 0,
+            3 => (t.cpu, t.decode_attention) = (false, Some(false)),
+            _ => t.cpu = false,
         }
-        attention_on(&gpu, variant, kv, &mut rng);
+        attention_on(&gpu, variant, kv, if variant == 4 { 132 } else { 20 }, &mut rng);
     }
 }
 
-fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, rng: &mut Rng) {
+fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &mut Rng) {
     let gpu = gpu.clone();
     // What the cache holds of a value.
     let stored = |v: Vec<f32>| match kv_type {
@@ -315,7 +321,7 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, rng: &mut Rng) {
     };
     for &n in &TOKENS {
         for pos0 in [0, 45] {
-            let cfg = Config { kv: kv_type, ..attention_config(pos0 + n + 3) };
+            let cfg = Config { kv: kv_type, head_dim, ..attention_config(pos0 + n + 3) };
             let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
             let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
             let cache = cfg.ctx as usize * kv;

@@ -27,9 +27,9 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::rows(1, 1),
                 Geometry::rows(16, 1),
                 Geometry::rows(64, 8),
-                Geometry::Rows { tpr: 64, tokens: 1, span: 32, norm: true, glu: false },
-                Geometry::Rows { tpr: 8, tokens: 8, span: 12, norm: false, glu: true },
-                Geometry::Rows { tpr: 1, tokens: 8, span: 8, norm: true, glu: true },
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 4, span: 32, norm: true, glu: false },
+                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 12, norm: false, glu: true },
+                Geometry::Rows { tpr: 1, tokens: 8, rpt: 3, span: 8, norm: true, glu: true },
             ],
             Kernel::MatvecExp | Kernel::MoeDown => vec![Geometry::rows(1, 1), Geometry::rows(16, 1), Geometry::rows(64, 8)],
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
@@ -48,6 +48,11 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                     ]
                 })
                 .collect(),
+            Kernel::AttentionDecode => vec![
+                Geometry::AttentionDecode { head_dim: 64, group: 4, kv_f16: false },
+                Geometry::AttentionDecode { head_dim: 132, group: 3, kv_f16: true },
+                Geometry::AttentionDecode { head_dim: 20, group: 1, kv_f16: false },
+            ],
             Kernel::Attention => [false, true]
                 .into_iter()
                 .flat_map(|kv_f16| {

@@ -130,10 +130,16 @@ mod cli {
         /// Weights a matrix-vector thread decodes at once: a multiple of 4 up to 64 (default: by format).
         #[arg(long)]
         span: Option<u32>,
+        /// Rows per thread of the one-token matrix-vector kernel: 1 to 8 (default: by device).
+        #[arg(long)]
+        rpt: Option<u32>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
         no_fuse: bool,
+        /// Decode attention through the general (tiled) kernel instead of the one-token kernel.
+        #[arg(long)]
+        no_decode_attention: bool,
         /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel on CPU adapters too.
         #[arg(long, conflicts_with = "no_fuse")]
         fuse: bool,
@@ -179,6 +185,15 @@ mod cli {
                     return Err(format!("--span {n}: expected a multiple of 4 from 4 to 64").into());
                 }
                 t.span = Some(n);
+            }
+            if let Some(n) = self.rpt {
+                if !(1..=8).contains(&n) {
+                    return Err(format!("--rpt {n}: expected 1 to 8").into());
+                }
+                t.rpt = Some(n);
+            }
+            if self.no_decode_attention {
+                t.decode_attention = Some(false);
             }
             if self.fuse || self.no_fuse {
                 t.fuse = Some(self.fuse);
