@@ -1,9 +1,12 @@
-// attention_combine: merges the key splits of attention.wgsl (flash-decoding): for each token and
-// query head, with split s's running max m_s, sum l_s and unnormalised output a_s,
-// o = sum_s a_s exp(m_s - M) / sum_s l_s exp(m_s - M), M = max over the splits that saw a key.
-// Bindings: 0 {n_heads, head_dim, o_stride}, 1 step {n_tokens, splits}, 2 partials
-// [split][token][head][head_dim + 2], 3 o [tokens][o_stride]. Grid (n_heads, n_tokens), 64 threads
-// over the head's dims.
+// attention_combine: merges the key splits of attention.wgsl and attention_decode.wgsl
+// (flash-decoding): for each token and query head, with split s's running max m_s, sum l_s and
+// unnormalised output a_s, o = sum_s a_s exp(m_s - M) / sum_s l_s exp(m_s - M), M = max over the
+// splits that saw a key. Bindings: 0 {n_heads, head_dim, o_stride}, 1 step {n_tokens, splits},
+// 2 partials [split][token][head][head_dim + 2], 3 o [tokens][o_stride]. Grid (n_heads,
+// n_tokens), 64 threads: thread s reads split s's max and sum (splits <= 64,
+// attention::MAX_SPLITS), M and the denominator are reduced in workgroup memory, then thread d
+// adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a loop of
+// dependent loads would wait on memory once per split).
 struct P { n_heads: u32, head_dim: u32, o_stride: u32, _a: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
@@ -11,26 +14,50 @@ struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(2) var<storage, read> partials: array<f32>;
 @group(0) @binding(3) var<storage, read_write> o: array<f32>;
 
+const NEG: f32 = -3.0e38;
+var<workgroup> weight: array<f32, 64>; // exp(m_s - M), 0 for a split without keys
+var<workgroup> red: array<f32, 64>;
+
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
   let h = wg.x;
   let t = wg.y;
   let w = p.head_dim + 2u;
-  var mx = -3.0e38;
-  for (var s = 0u; s < st.splits; s++) {
-    let b = ((s * st.n_tokens + t) * p.n_heads + h) * w;
-    if (partials[b + p.head_dim + 1u] > 0.0) { mx = max(mx, partials[b + p.head_dim]); }
+  let s = l.x;
+  // Split s's partial for (t, h) starts at base(s).
+  let stride = st.n_tokens * p.n_heads * w;
+  let b0 = (t * p.n_heads + h) * w;
+  var ms = NEG;
+  var ls = 0.0;
+  if (s < st.splits) {
+    ls = partials[b0 + s * stride + p.head_dim + 1u];
+    if (ls > 0.0) { ms = partials[b0 + s * stride + p.head_dim]; }
   }
+  red[s] = ms;
+  workgroupBarrier();
+  for (var k = 32u; k > 0u; k >>= 1u) {
+    if (s < k) { red[s] = max(red[s], red[s + k]); }
+    workgroupBarrier();
+  }
+  let mx = red[0];
+  workgroupBarrier();
+  let c = select(0.0, exp(ms - mx), ls > 0.0);
+  weight[s] = c;
+  red[s] = ls * c;
+  workgroupBarrier();
+  for (var k = 32u; k > 0u; k >>= 1u) {
+    if (s < k) { red[s] += red[s + k]; }
+    workgroupBarrier();
+  }
+  let z = red[0];
+  let last = st.splits - 1u;
   for (var d = l.x; d < p.head_dim; d += 64u) {
     var acc = 0.0;
-    var z = 0.0;
-    for (var s = 0u; s < st.splits; s++) {
-      let b = ((s * st.n_tokens + t) * p.n_heads + h) * w;
-      let ls = partials[b + p.head_dim + 1u];
-      if (ls > 0.0) {
-        let c = exp(partials[b + p.head_dim] - mx);
-        acc += partials[b + d] * c;
-        z += ls * c;
+    for (var s0 = 0u; s0 < st.splits; s0 += 8u) {
+      var a: array<f32, 8>;
+      for (var u = 0u; u < 8u; u++) { a[u] = partials[b0 + min(s0 + u, last) * stride + d]; }
+      for (var u = 0u; u < 8u; u++) {
+        if (s0 + u < st.splits) { acc += a[u] * weight[s0 + u]; }
       }
     }
     o[t * p.o_stride + h * p.head_dim + d] = acc / z;

@@ -14,8 +14,10 @@ use crate::gpu::Gpu;
 use crate::kernels::{Geometry, Kernel, PipelineKey};
 use crate::program::{Batch, Builder};
 
-/// Most key splits of one attention dispatch.
+/// Most key splits of one attention dispatch (`shaders/attention_combine.wgsl` reads one per thread
+/// of its 64).
 pub const MAX_SPLITS: u32 = 64;
+const _: () = assert!(MAX_SPLITS <= 64);
 /// Key splits are used only for batches of at most this many tokens.
 pub const SPLIT_MAX_TOKENS: u32 = 8;
 
@@ -111,6 +113,15 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     256u32.div_ceil(workgroups).max(by_keys).clamp(1, MAX_SPLITS.min(by_keys))
 }
 
+/// Whether one-token batches take `shaders/attention_decode.wgsl` (a key per thread; its query
+/// heads and scores in workgroup memory): on GPUs (not CPU adapters, where a thread per key
+/// buys nothing), for head dims that are whole vectors and groups of at most 8 query heads,
+/// unless [`crate::gpu::Tuning::decode_attention`] is off.
+pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
+    let g = cfg.n_heads / cfg.n_kv_heads;
+    gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8
+}
+
 /// Bytes of the partial-results buffer attention's key splits need.
 pub fn partials_bytes(cfg: &Config) -> u64 {
     MAX_SPLITS as u64 * SPLIT_MAX_TOKENS as u64 * cfg.n_heads as u64 * (cfg.head_dim as u64 + 2) * 4
@@ -164,11 +175,18 @@ impl Builder<'_> {
                 _ => unreachable!(),
             }
         });
+        // One-token batches on GPUs: the decode kernel.
+        let one = decode_kernel(self.gpu, cfg).then(|| {
+            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, kv_f16: cfg.kv == KvType::F16 };
+            variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &bufs));
+            variants.len() - 1
+        });
         let n_kv = cfg.n_kv_heads;
         self.op(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
-            Some(match cpu {
-                Some(per_wg) if b.n_tokens > SPLIT_MAX_TOKENS => (2, [rows.div_ceil(per_wg), n_kv, 1]),
+            Some(match (cpu, one) {
+                (_, Some(i)) if b.n_tokens == 1 => (i, [1, n_kv, b.splits]),
+                (Some(per_wg), _) if b.n_tokens > SPLIT_MAX_TOKENS => (2, [rows.div_ceil(per_wg), n_kv, 1]),
                 _ if rows <= bq_decode => (0, [rows.div_ceil(bq_decode), n_kv, b.splits]),
                 _ => (1, [rows.div_ceil(bq_prefill), n_kv, b.splits]),
             })
