@@ -1,6 +1,6 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
-// Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const TPR, RPW, RPT, NT,
-// SPAN, NG, UN, UNG, NORM, GLU`: workgroup of 64 = RPW row groups x TPR threads; a row group is
+// Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const WG, TPR, RPW, RPT, NT,
+// SPAN, NG, UN, UNG, NORM, GLU`: workgroup of WG = RPW row groups x TPR threads; a row group is
 // RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
 // per load instruction, not one per thread), UN spans at a time, their UNG x RPT loads issued
@@ -33,15 +33,15 @@ fn nw4(c: u32) -> vec4<f32> {
 //@end
 
 // Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x (NORM).
-var<workgroup> part: array<array<f32, NT * RPT>, 64>;
+var<workgroup> part: array<array<f32, NT * RPT>, WG>;
 //@if GLU
-var<workgroup> part_up: array<array<f32, NT * RPT>, 64>;
+var<workgroup> part_up: array<array<f32, NT * RPT>, WG>;
 //@end
 //@if NORM
-var<workgroup> part_ss: array<array<f32, NT>, 64>;
+var<workgroup> part_ss: array<array<f32, NT>, WG>;
 //@end
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) l: vec3u) {
   let t = l.x % TPR;

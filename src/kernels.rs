@@ -244,7 +244,8 @@ pub enum Geometry {
     /// Nothing to specialise.
     #[default]
     Fixed,
-    /// Matrix-vector kernels: `tpr` threads per row (a power of two up to 64), `tokens` token
+    /// Matrix-vector kernels: `tpr` threads per row (a power of two up to 64; matvec: up to 256,
+    /// in a workgroup of `max(64, tpr)`), `tokens` token
     /// vectors per dispatch, `span` weights a thread takes at once, and the decode fusions
     /// (matvec only: the expert kernels take [`Geometry::rows`]).
     Rows {
@@ -418,7 +419,11 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::Fixed => {}
         Geometry::Rows { tpr, tokens, rpt, span, norm, glu } => {
             let (ng, un) = (span / 4, (16 / span).max(1));
-            s += &format!("const TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst RPT: u32 = {rpt}u;\nconst NT: u32 = {tokens}u;\n", 64 / tpr);
+            let wg = tpr.max(64);
+            s += &format!(
+                "const WG: u32 = {wg}u;\nconst TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst RPT: u32 = {rpt}u;\nconst NT: u32 = {tokens}u;\n",
+                wg / tpr
+            );
             s += &format!(
                 "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {}u;\nconst GLU: u32 = {}u;\n",
                 norm as u32, glu as u32

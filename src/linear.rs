@@ -58,21 +58,26 @@ pub struct Io<'a> {
 /// Threads per row (TPR) of the matrix-vector kernel for rows of `cols` weights of format `ty`
 /// (`rows`: see [`expert_threads_per_row`]); a workgroup then holds 64 / TPR rows.
 ///
-/// * On a GPU, 64 (fewer when the row has fewer than 64 spans, [`span`]): the threads of a row
-///   read side by side (`shaders/matvec.wgsl`), and more threads keep more loads in flight.
-///   Measured on an H200, decode of the Llama-3.2-1B shape (Q8_0 / Q4_K_M / F16 tok/s, spans of
-///   4) with 8, 16, 32, 64 threads per row: 256 / 308 / 344 / 351, 188 / 226 / 253 / 265,
-///   252 / 309 / 370 / 380.
+/// * On a GPU, 128 (fewer when the row has fewer than 128 spans, [`span`]; the workgroup is then
+///   one row group of 128 threads): the threads of a row read side by side
+///   (`shaders/matvec.wgsl`), and more threads keep more loads in flight. Measured on an H200,
+///   decode of the Llama-3.2-1B shape (Q8_0 / Q4_K_M / F16 tok/s, spans of 4, one row per thread)
+///   with 8, 16, 32, 64 threads per row: 256 / 308 / 344 / 351, 188 / 226 / 253 / 265,
+///   252 / 309 / 370 / 380; with spans of 8 and 2 rows per thread, 64 / 128 / 256: 497 / 501 /
+///   420, 311 / 342 / 324, 458 / 464 / 424, and the Llama-3-8B shape Q4_K_M 84.9 / 90.1 / 86.5.
 /// * On a CPU implementation ([`Gpu::is_cpu`]: lavapipe, SwiftShader), 1: each invocation takes
 ///   a whole row, so the SIMD lanes of a workgroup read the same `X` elements in step (a uniform
 ///   address: one load instead of one per lane) and no reduction is needed.
 ///
 /// [`crate::gpu::Tuning::tpr`] overrides both.
 pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
-    if gpu.tuning().tpr.is_some() || gpu.is_cpu() {
+    if let Some(t) = gpu.tuning().tpr {
+        return t;
+    }
+    if gpu.is_cpu() {
         return expert_threads_per_row(gpu, ty, rows, cols);
     }
-    (cols / span(gpu, ty)).max(1).next_power_of_two().clamp(4, 64)
+    (cols / span(gpu, ty)).max(1).next_power_of_two().clamp(4, 128)
 }
 
 /// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
@@ -103,6 +108,12 @@ pub fn rows_per_thread(gpu: &Gpu) -> u32 {
     gpu.tuning().rpt.unwrap_or(if gpu.is_cpu() { 1 } else { 2 })
 }
 
+/// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
+/// rows per thread (a workgroup is `max(64, tpr)` threads).
+fn matvec_rows_per_workgroup(tpr: u32, rpt: u32) -> u32 {
+    tpr.max(64) / tpr * rpt
+}
+
 /// Whether a batch of `n` tokens runs the linear ops' matrix-vector forms (see [`Builder::linear`]),
 /// and so the fusions of [`Fuse`].
 pub fn matvec_batch(gpu: &Gpu, n: u32) -> bool {
@@ -129,7 +140,7 @@ pub struct Fuse<'a> {
 /// 1 on a CPU implementation; [`crate::gpu::Tuning::tpr`] overrides both.
 pub fn expert_threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
     if let Some(t) = gpu.tuning().tpr {
-        return t;
+        return t.min(64);
     }
     if gpu.is_cpu() {
         return 1;
@@ -187,10 +198,12 @@ impl Builder<'_> {
             let mv_p = if glu { self.uniform("linear glu", &LinearParams { rows: mv_rows, ..params }) } else { p.clone() };
             let mut mv_bufs = vec![&mv_p, bufs[1], bufs[2], norm.map_or(io.x, |n| n.0), io.y];
             mv_bufs.extend(norm.map(|n| n.1));
-            let rows_geometry = |tokens, rpt| Geometry::Rows { tpr, tokens, rpt, span, norm: norm.is_some(), glu };
+            // The multi-token form keeps 64 threads per row at most (its sums per thread would
+            // outgrow workgroup memory in a larger workgroup).
+            let rows_geometry = |tpr, tokens, rpt| Geometry::Rows { tpr, tokens, rpt, span, norm: norm.is_some(), glu };
             let mut variants = vec![
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(1, rpt)), &mv_bufs),
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(MATVEC_TOKENS, 1)), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt)), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1)), &mv_bufs),
                 if coop {
                     self.variant(PipelineKey::weights(Kernel::MatmulCoop, w.ty, Geometry::Fixed), &bufs)
                 } else {
@@ -207,11 +220,11 @@ impl Builder<'_> {
                 variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs));
                 (variants.len() - 1, t)
             });
-            let (rows, rpw) = (part.rows, 64 / tpr);
+            let (rows, per_wg, per_wg_multi) = (part.rows, matvec_rows_per_workgroup(tpr, rpt), matvec_rows_per_workgroup(tpr.min(64), 1));
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
-                    1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(rpw * rpt))),
-                    n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(mv_rows.div_ceil(rpw))),
+                    1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(per_wg))),
+                    n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(mv_rows.div_ceil(per_wg_multi))),
                     n => match (cpu, small) {
                         (Some((i, t)), _) => (i, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
                         (None, Some(s)) if rows.div_ceil(tile.bm) * n.div_ceil(tile.bn) < min_large => (3, [rows.div_ceil(s.bm), n.div_ceil(s.bn), 1]),
@@ -256,7 +269,8 @@ impl Builder<'_> {
             op.variants.push(last);
             let all = std::mem::replace(&mut op.plan, Box::new(|_| None));
             let rows = part.rows;
-            op.plan = Box::new(move |b| if b.all_logits { all(b) } else { Some((last_index, grid(rows.div_ceil(64 / tpr * rpt)))) });
+            let per_wg = matvec_rows_per_workgroup(tpr, rpt);
+            op.plan = Box::new(move |b| if b.all_logits { all(b) } else { Some((last_index, grid(rows.div_ceil(per_wg)))) });
             let all = std::mem::replace(&mut op.traffic, Box::new(|_| 0));
             let last = part.buffer.size() + (w.cols + rows) as u64 * 4;
             op.traffic = Box::new(move |b| if b.all_logits { all(b) } else { last });

@@ -185,7 +185,7 @@ fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, n:
 }
 
 /// Forced threads-per-row shapes cycled through the checks (1 is the CPU policy's).
-const TPRS: [u32; 6] = [2, 4, 8, 16, 32, 64];
+const TPRS: [u32; 8] = [2, 4, 8, 16, 32, 64, 128, 256];
 
 /// Token counts cycled through the checks: the single-token and multi-token matrix-vector forms,
 /// and tiled batches with partial tiles.

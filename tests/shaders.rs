@@ -28,6 +28,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::rows(16, 1),
                 Geometry::rows(64, 8),
                 Geometry::Rows { tpr: 64, tokens: 1, rpt: 4, span: 32, norm: true, glu: false },
+                Geometry::Rows { tpr: 256, tokens: 1, rpt: 2, span: 8, norm: true, glu: true },
                 Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 12, norm: false, glu: true },
                 Geometry::Rows { tpr: 1, tokens: 8, rpt: 3, span: 8, norm: true, glu: true },
             ],

@@ -124,7 +124,7 @@ mod cli {
         /// Attention key splits for small batches (default: by occupancy).
         #[arg(long)]
         splits: Option<u32>,
-        /// Threads per row of the matrix-vector kernels: 1, 2, 4 ... 64 (default: by shape and device).
+        /// Threads per row of the matrix-vector kernels: 1, 2, 4 ... 256 (the expert kernels take 64 at most; default: by shape and device).
         #[arg(long)]
         tpr: Option<u32>,
         /// Weights a matrix-vector thread decodes at once: a multiple of 4 up to 64 (default: by format).
@@ -175,8 +175,8 @@ mod cli {
             }
             t.splits = self.splits.or(t.splits);
             if let Some(n) = self.tpr {
-                if !n.is_power_of_two() || n > 64 {
-                    return Err(format!("--tpr {n}: expected a power of two from 1 to 64").into());
+                if !n.is_power_of_two() || n > 256 {
+                    return Err(format!("--tpr {n}: expected a power of two from 1 to 256").into());
                 }
                 t.tpr = Some(n);
             }
