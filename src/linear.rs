@@ -99,13 +99,14 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
 
 /// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
 /// accumulators would outgrow workgroup memory): each load of the activations then serves that
-/// many rows, and a thread keeps that many more weight loads in flight. 2 on a GPU, 1 on CPU
-/// adapters; [`crate::gpu::Tuning::rpt`] overrides. Measured on an H200 (decode tok/s with 1, 2
+/// many rows, and a thread keeps that many more weight loads in flight. 2 on a GPU, 4 on CPU
+/// adapters (lavapipe, SmolLM2-135M Q4_1 decode with 1 / 2 / 3 / 4 / 8 rows: 2.7 / 3.7 / 2.7 /
+/// 3.0-4.7 / 3.1 tok/s on this 2-core machine); [`crate::gpu::Tuning::rpt`] overrides. Measured on an H200 (decode tok/s with 1, 2
 /// and 4 rows per thread, spans of 8): Llama-3.2-1B shape Q8_0 477 / 487 / 448, Q4_K_M 330 /
 /// 336 / 238, F16 447 / 464 / 437; Llama-3-8B shape Q4_K_M 85.4 / 86.9 (spans of 4, 4 rows:
 /// 59.8).
 pub fn rows_per_thread(gpu: &Gpu) -> u32 {
-    gpu.tuning().rpt.unwrap_or(if gpu.is_cpu() { 1 } else { 2 })
+    gpu.tuning().rpt.unwrap_or(if gpu.is_cpu() { 4 } else { 2 })
 }
 
 /// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
