@@ -77,10 +77,10 @@ pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
     if gpu.is_cpu() {
         return expert_threads_per_row(gpu, ty, rows, cols);
     }
-    (cols / span(gpu, ty)).max(1).next_power_of_two().clamp(4, 128)
+    (cols / span(gpu)).max(1).next_power_of_two().clamp(4, 128)
 }
 
-/// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
+/// Weights a matrix-vector thread decodes at once, for every format (a multiple of 4; see
 /// `shaders/matvec.wgsl`): 8 on a GPU, 4 on CPU adapters (a whole row per invocation: spans
 /// change nothing there). [`crate::gpu::Tuning::span`] overrides. Longer spans keep a block's
 /// scale in one thread, but spread a load instruction's addresses: measured on an H200 (decode
@@ -88,8 +88,7 @@ pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
 /// Q8_0 467 / 453 / 393 / 275 / 240, Q4_K_M 328 / 332 / 288 / 196 / 148, F16 449 / 433 / 316 /
 /// 189 / 133; with 2 rows per thread spans of 8 are the best of 4 and 8 for every format
 /// ([`rows_per_thread`]).
-pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
-    let _ = ty;
+pub fn span(gpu: &Gpu) -> u32 {
     match gpu.tuning().span {
         Some(s) => s,
         None if gpu.is_cpu() => 4,
@@ -115,10 +114,10 @@ fn matvec_rows_per_workgroup(tpr: u32, rpt: u32) -> u32 {
     tpr.max(64) / tpr * rpt
 }
 
-/// Whether a batch of `n` tokens runs the linear ops' matrix-vector forms (see [`Builder::linear`]),
-/// and so the fusions of [`Fuse`].
-pub fn matvec_batch(gpu: &Gpu, n: u32) -> bool {
-    n <= gpu.tuning().matvec_max_tokens.min(MATVEC_TOKENS)
+/// The most tokens a batch may have to run the linear ops' matrix-vector forms (see
+/// [`Builder::linear`]), and so the fusions of [`Fuse`].
+pub fn matvec_tokens(gpu: &Gpu) -> u32 {
+    gpu.tuning().matvec_max_tokens.min(MATVEC_TOKENS)
 }
 
 /// Work a linear op's matrix-vector forms take over from the ops around it when
@@ -127,7 +126,7 @@ pub fn matvec_batch(gpu: &Gpu, n: u32) -> bool {
 pub struct Fuse<'a> {
     /// RMSNorm of the input: `(raw, weights, eps)`: the matrix-vector forms read the raw rows
     /// (`[tokens][x_stride]`, the residual stream) and normalise them on the fly; the caller
-    /// skips its `rmsnorm` op for matrix-vector batches ([`matvec_batch`]).
+    /// skips its `rmsnorm` op for matrix-vector batches ([`matvec_tokens`]).
     pub norm: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, f32)>,
     /// SwiGLU: the matrix is `[gate; up]` (one part); the matrix-vector forms write
     /// `silu(gate . x) * (up . x)` into the gate half of the output and leave the up half alone.
@@ -179,7 +178,7 @@ impl Builder<'_> {
             self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
         // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
-        let (span, rpt) = (span(self.gpu, w.ty), rows_per_thread(self.gpu));
+        let (span, rpt) = (span(self.gpu), rows_per_thread(self.gpu));
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -246,7 +245,7 @@ impl Builder<'_> {
         let first = self.program.ops.len();
         let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
         let norm = norm.filter(|_| fused);
-        let (span, rpt) = (span(self.gpu, w.ty), rows_per_thread(self.gpu));
+        let (span, rpt) = (span(self.gpu), rows_per_thread(self.gpu));
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {

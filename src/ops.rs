@@ -7,7 +7,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::config::{Config, KvType};
 use crate::kernels::{Geometry, Kernel, PipelineKey};
-use crate::linear::matvec_batch;
+use crate::linear::matvec_tokens;
 use crate::program::Builder;
 use crate::weights::Matrix;
 
@@ -90,8 +90,8 @@ impl Builder<'_> {
         let p = self.uniform("rmsnorm", &NormParams { n, eps, pad: [0; 2] });
         let step = self.step.clone();
         let v = self.variant(PipelineKey::plain(Kernel::RmsNorm), &[&p, &step, x, w, y]);
-        let gpu = self.gpu.clone();
-        self.op(vec![v], move |b| (!(fused && matvec_batch(&gpu, b.n_tokens))).then_some((0, [b.n_tokens, 1, 1])));
+        let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
+        self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [b.n_tokens, 1, 1])));
         self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
     }
 
@@ -115,8 +115,8 @@ impl Builder<'_> {
         let p = self.uniform("swiglu", &SwigluParams { n, u0, stride, pad: 0 });
         let step = self.step.clone();
         let v = self.variant(PipelineKey::plain(Kernel::Swiglu), &[&p, &step, gu]);
-        let gpu = self.gpu.clone();
-        self.op(vec![v], move |b| (!(fused && matvec_batch(&gpu, b.n_tokens))).then_some((0, [n.div_ceil(64), b.n_tokens, 1])));
+        let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
+        self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [n.div_ceil(64), b.n_tokens, 1])));
         self.traffic(move |b| b.n_tokens as u64 * n as u64 * 12);
     }
 }
