@@ -7,31 +7,59 @@
 //   1. thread j reads key j's row (HD / 4 vector loads, all in flight at once) and scores it
 //      against the G query heads of the group (q in workgroup memory);
 //   2. each head's running max and sum are updated from the 64 scores (online softmax,
-//      FlashAttention, Dao et al. 2022), and thread j turns its scores into weights;
-//   3. thread d adds the 64 weighted value rows into its dims (d, d + 64, ... of each head),
-//      loads side by side across the threads.
+//      FlashAttention, Dao et al. 2022; max and sum as trees across the threads), and thread j
+//      turns its scores into weights;
+//   3. the 64 weighted value rows are added up by NDG x KG threads: thread j takes the 4 dims
+//      4 (j % NDG) .. (of each head) of the KPG keys of key group j / NDG, 8 vector loads in
+//      flight at a time (8 keys' value rows per wait on memory, not 1), and the KG groups'
+//      sums are added in workgroup memory once, at the end.
 // Composed with `const HD` (head dim, a multiple of 4), `G` (query heads per KV head), `DPT`
-// (dims per thread: HD / 64 rounded up) and `KV16` (f16 cache: IEEE halves two per u32).
+// (4-dim groups per thread: HD / 256 rounded up) and `KV16` (f16 cache: IEEE halves two per u32).
+// With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
+// arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
+// (k rotated), and the workgroup whose split holds the token writes them into the cache (no
+// other reads that slot, so this needs no ordering). Binding 7: rope_kv's cos/sin table.
 // Bindings as attention.wgsl's. Grid (1, n_kv, splits).
-struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
+struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, rot: u32, _b: u32, _c: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<uniform> st: Step;
 @group(0) @binding(2) var<storage, read> qkv: array<f32>;
 //@if KV16
+//@if ROPE
+@group(0) @binding(3) var<storage, read_write> kc: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read_write> vc: array<vec2<u32>>;
+//@end
+//@if !ROPE
 @group(0) @binding(3) var<storage, read> kc: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> vc: array<u32>;
+@group(0) @binding(4) var<storage, read> vc: array<vec2<u32>>;
+//@end
 //@end
 //@if !KV16
+//@if ROPE
+@group(0) @binding(3) var<storage, read_write> kc: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> vc: array<vec4<f32>>;
+//@end
+//@if !ROPE
 @group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> vc: array<f32>;
+@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
+//@end
 //@end
 @group(0) @binding(5) var<storage, read_write> o: array<f32>;
 @group(0) @binding(6) var<storage, read_write> partials: array<f32>;
+//@if ROPE
+@group(0) @binding(7) var<storage, read> cs: array<f32>;
+//@end
 
 const NEG: f32 = -3.0e38; // a masked score
 var<workgroup> Q: array<vec4<f32>, G * HD / 4u>;
 var<workgroup> S: array<array<f32, 64>, G>; // scores, then softmax weights, of the 64 keys
+// Value dims in 4-dim groups: NDG groups per head; KG key groups of KPG keys each share the 64
+// threads (with more than 64 dim groups, one key group and DPT dim groups per thread).
+const NDG: u32 = HD / 4u;
+const KG: u32 = max(1u, 64u / NDG);
+const KPG: u32 = 64u / KG;
+var<workgroup> O: array<array<vec4<f32>, 64>, G>; // the trees of step 2 (x), the key groups' sums at the end
 
 // Key-cache elements 4i .. 4i + 4.
 fn key4(i: u32) -> vec4<f32> {
@@ -44,13 +72,40 @@ fn key4(i: u32) -> vec4<f32> {
 //@end
 }
 
-// Element e of the value cache.
-fn value(e: u32) -> f32 {
+// Value-cache elements 4i .. 4i + 4.
+fn value4(i: u32) -> vec4<f32> {
 //@if KV16
-  return unpack2x16float(vc[e >> 1u])[e & 1u];
+  let w = vc[i];
+  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
 //@end
 //@if !KV16
-  return vc[e];
+  return vc[i];
+//@end
+}
+
+// qkv[o] .. qkv[o + 4].
+fn qkv4(o: u32) -> vec4<f32> {
+  return vec4<f32>(qkv[o], qkv[o + 1u], qkv[o + 2u], qkv[o + 3u]);
+}
+
+// Dims d .. d + 4 (d a multiple of 4) of a head at position pos, RoPE applied as rope_kv.wgsl
+// does: dims (d, d + 1) are pair d / 2, (d + 2, d + 3) pair d / 2 + 1; pairs from p.rot on pass.
+fn rope4(x: vec4<f32>, d: u32, pos: u32) -> vec4<f32> {
+//@if ROPE
+  var y = x;
+  let j = d / 2u;
+  if (j < p.rot) {
+    let t = 2u * (pos * p.rot + j);
+    y = vec4<f32>(x.x * cs[t] - x.y * cs[t + 1u], x.x * cs[t + 1u] + x.y * cs[t], y.z, y.w);
+  }
+  if (j + 1u < p.rot) {
+    let t = 2u * (pos * p.rot + j + 1u);
+    y = vec4<f32>(y.x, y.y, x.z * cs[t] - x.w * cs[t + 1u], x.z * cs[t + 1u] + x.w * cs[t]);
+  }
+  return y;
+//@end
+//@if !ROPE
+  return x;
 //@end
 }
 
@@ -70,11 +125,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let g = i / (HD / 4u);
     let d = 4u * (i % (HD / 4u));
     let qo = (h0 + g) * HD + d;
-    Q[i] = vec4<f32>(qkv[qo], qkv[qo + 1u], qkv[qo + 2u], qkv[qo + 3u]) * p.scale;
+    Q[i] = rope4(qkv4(qo), d, st.pos0) * p.scale;
   }
   var m: array<f32, G>;
   var lsum: array<f32, G>;
-  var acc: array<array<f32, DPT>, G>;
+  var acc: array<array<vec4<f32>, DPT>, G>;
+  let kg = j / NDG;
+  // The token's own key and value in qkv (read there with ROPE).
+  let knew = p.n_heads * HD + kvh * HD;
+  let vnew = knew + kvd;
   for (var g = 0u; g < G; g++) { m[g] = NEG; }
   workgroupBarrier();
   for (var kb = kbeg; kb < kend; kb += 64u) {
@@ -83,60 +142,96 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let kbase = min(key, kend - 1u) * (kvd / 4u) + kvh * (HD / 4u);
     var s: array<f32, G>;
     for (var i = 0u; i < HD / 4u; i++) {
-      let k = key4(kbase + i);
+      var k = key4(kbase + i);
+//@if ROPE
+      if (key == st.pos0) { k = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0); }
+//@end
       for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * (HD / 4u) + i], k); }
     }
-    for (var g = 0u; g < G; g++) { S[g][j] = select(NEG, s[g], key < kend); }
+    // 2. The chunk's max per head (a tree over the threads' keys, in O's x), folded into each
+    // head's state; key j's weights, and their sum (another tree). A loop over the 64 scores
+    // in every thread instead waits on workgroup memory 64 times per head.
+    for (var g = 0u; g < G; g++) { O[g][j].x = select(NEG, s[g], key < kend); }
     workgroupBarrier();
-    // 2. Every thread folds the chunk's max into each head's state; thread j writes key j's
-    // weight per head, then every thread adds the chunk's weights to its sums.
+    for (var h = 32u; h > 0u; h >>= 1u) {
+      if (j < h) {
+        for (var g = 0u; g < G; g++) { O[g][j].x = max(O[g][j].x, O[g][j + h].x); }
+      }
+      workgroupBarrier();
+    }
     var corr: array<f32, G>;
-    var mt: array<f32, G>;
+    var w: array<f32, G>;
     for (var g = 0u; g < G; g++) {
-      var mx = m[g];
-      for (var i = 0u; i < 64u; i++) { mx = max(mx, S[g][i]); }
-      mt[g] = mx;
+      let mx = max(m[g], O[g][0].x);
       corr[g] = exp(m[g] - mx);
       m[g] = mx;
+      w[g] = select(0.0, exp(s[g] - mx), key < kend);
+      S[g][j] = w[g];
     }
     workgroupBarrier();
-    for (var g = 0u; g < G; g++) {
-      S[g][j] = select(0.0, exp(S[g][j] - mt[g]), key < kend);
-    }
+    for (var g = 0u; g < G; g++) { O[g][j].x = w[g]; }
     workgroupBarrier();
+    for (var h = 32u; h > 0u; h >>= 1u) {
+      if (j < h) {
+        for (var g = 0u; g < G; g++) { O[g][j].x += O[g][j + h].x; }
+      }
+      workgroupBarrier();
+    }
     // 3. The weighted value rows into this thread's dims, 8 keys' loads in flight at a time (a
-    // loop of dependent loads would wait on memory 64 times). Keys past the split's end read
-    // its last key and weigh 0.
+    // loop of dependent loads would wait on memory once per key). Keys past the split's end
+    // read its last key and weigh 0.
     for (var g = 0u; g < G; g++) {
-      var z = 0.0;
-      for (var i = 0u; i < 64u; i++) { z += S[g][i]; }
-      lsum[g] = lsum[g] * corr[g] + z;
+      lsum[g] = lsum[g] * corr[g] + O[g][0].x;
       for (var t = 0u; t < DPT; t++) { acc[g][t] *= corr[g]; }
     }
     let last = kend - 1u - kb;
     for (var t = 0u; t < DPT; t++) {
-      let d = min(j + 64u * t, HD - 1u);
-      let vo = kb * kvd + kvh * HD + d;
-      for (var i = 0u; i < 64u; i += 8u) {
-        var v: array<f32, 8>;
-        for (var u = 0u; u < 8u; u++) { v[u] = value(vo + min(i + u, last) * kvd); }
+      let dg = min(j % NDG + 64u * t, NDG - 1u);
+      let vo = (kb * kvd + kvh * HD) / 4u + dg;
+      let k0 = min(kg, KG - 1u) * KPG;
+      for (var i = k0; i < k0 + KPG; i += 8u) {
+        var v: array<vec4<f32>, 8>;
         for (var u = 0u; u < 8u; u++) {
-          for (var g = 0u; g < G; g++) { acc[g][t] += S[g][i + u] * v[u]; }
+          v[u] = value4(vo + min(i + u, last) * (kvd / 4u));
+//@if ROPE
+          if (kb + min(i + u, last) == st.pos0) { v[u] = qkv4(vnew + 4u * dg); }
+//@end
+        }
+        for (var u = 0u; u < 8u; u++) {
+          // Past the group's keys (KPG not a multiple of 8): weight 0.
+          let in_group = i + u < k0 + KPG;
+          for (var g = 0u; g < G; g++) { acc[g][t] += select(0.0, S[g][min(i + u, 63u)], in_group) * v[u]; }
         }
       }
     }
     workgroupBarrier();
   }
+  // The key groups' sums: group 0's threads add the others'.
+  for (var t = 0u; t < DPT; t++) {
+    if (KG > 1u) {
+      for (var g = 0u; g < G; g++) { O[g][j] = acc[g][t]; }
+      workgroupBarrier();
+      if (j < NDG) {
+        for (var g = 0u; g < G; g++) {
+          for (var k = 1u; k < KG; k++) { acc[g][t] += O[g][j + k * NDG]; }
+        }
+      }
+      workgroupBarrier();
+    }
+  }
   for (var g = 0u; g < G; g++) {
     let h = h0 + g;
     let base = (wg.z * p.n_heads + h) * (HD + 2u);
     for (var t = 0u; t < DPT; t++) {
-      let d = j + 64u * t;
-      if (d < HD) {
-        if (nwg.z == 1u) {
-          o[h * HD + d] = acc[g][t] / lsum[g];
-        } else {
-          partials[base + d] = acc[g][t];
+      let dg = j + 64u * t;
+      if (j < NDG && dg < NDG) {
+        let a = acc[g][t];
+        for (var e = 0u; e < 4u; e++) {
+          if (nwg.z == 1u) {
+            o[h * HD + 4u * dg + e] = a[e] / lsum[g];
+          } else {
+            partials[base + 4u * dg + e] = a[e];
+          }
         }
       }
     }
@@ -145,4 +240,22 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       partials[base + HD + 1u] = lsum[g];
     }
   }
+//@if ROPE
+  // The token's key (rotated) and value into the cache, by the workgroup whose split holds it.
+  if (kbeg <= st.pos0 && st.pos0 < kend) {
+    for (var dg = j; dg < NDG; dg += 64u) {
+      let c = (st.pos0 * kvd + kvh * HD) / 4u + dg;
+      let k = rope4(qkv4(knew + 4u * dg), 4u * dg, st.pos0);
+      let v = qkv4(vnew + 4u * dg);
+//@if KV16
+      kc[c] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
+      vc[c] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
+//@end
+//@if !KV16
+      kc[c] = k;
+      vc[c] = v;
+//@end
+    }
+  }
+//@end
 }

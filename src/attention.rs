@@ -35,8 +35,10 @@ pub struct AttentionParams {
     pub o_stride: u32,
     /// 1 / sqrt(head_dim).
     pub scale: f32,
+    /// RoPE pairs rotated per head (`n_rot / 2`; read by `attention_decode.wgsl` with RoPE fused in).
+    pub rot: u32,
     /// Padding to 32 bytes.
-    pub pad: [u32; 3],
+    pub pad: [u32; 2],
 }
 
 /// `struct P` of `shaders/attention_combine.wgsl`.
@@ -122,6 +124,14 @@ pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8
 }
 
+/// Whether one-token batches apply RoPE and write the KV cache inside `attention_decode.wgsl`
+/// (the `rope_kv` dispatch then skips them: one dispatch fewer per layer and token): where the
+/// decode kernel runs ([`decode_kernel`]) and the decode fusions are on
+/// ([`crate::gpu::Tuning::fused`]).
+pub fn fuses_rope(gpu: &Gpu, cfg: &Config) -> bool {
+    decode_kernel(gpu, cfg) && gpu.tuning().fused()
+}
+
 /// Bytes of the partial-results buffer attention's key splits need.
 pub fn partials_bytes(cfg: &Config) -> u64 {
     MAX_SPLITS as u64 * SPLIT_MAX_TOKENS as u64 * cfg.n_heads as u64 * (cfg.head_dim as u64 + 2) * 4
@@ -141,6 +151,10 @@ pub struct AttentionIo<'a> {
     pub out: &'a wgpu::Buffer,
     /// Scratch for key splits ([`partials_bytes`]).
     pub partials: &'a wgpu::Buffer,
+    /// The RoPE cos/sin table (`crate::rope::table`) where RoPE and the cache write of one-token
+    /// batches are fused in ([`fuses_rope`]; `qkv` then holds q and k unrotated for them and
+    /// `rope_kv` must skip them), else `None`.
+    pub rope: Option<&'a wgpu::Buffer>,
 }
 
 impl Builder<'_> {
@@ -155,7 +169,8 @@ impl Builder<'_> {
             q_stride: io.q_stride,
             o_stride: q_dim,
             scale: 1.0 / (cfg.head_dim as f32).sqrt(),
-            pad: [0; 3],
+            rot: cfg.n_rot / 2,
+            pad: [0; 2],
         };
         let p = self.uniform("attention", &params);
         let step = self.step.clone();
@@ -177,8 +192,10 @@ impl Builder<'_> {
         });
         // One-token batches on GPUs: the decode kernel.
         let one = decode_kernel(self.gpu, cfg).then(|| {
-            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, kv_f16: cfg.kv == KvType::F16 };
-            variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &bufs));
+            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, kv_f16: cfg.kv == KvType::F16, rope: io.rope.is_some() };
+            let mut with_rope = bufs.to_vec();
+            with_rope.extend(io.rope);
+            variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &with_rope));
             variants.len() - 1
         });
         let n_kv = cfg.n_kv_heads;

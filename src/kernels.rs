@@ -303,6 +303,8 @@ pub enum Geometry {
         group: u32,
         /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
         kv_f16: bool,
+        /// RoPE and the KV-cache write fused in (`rope_kv.wgsl`'s work for the token).
+        rope: bool,
     },
     /// RoPE and the KV-cache write: the cache's element type.
     RopeKv {
@@ -367,7 +369,7 @@ impl PipelineKey {
             Geometry::CpuTile(t) => s += &format!(" {t}"),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
-            Geometry::AttentionDecode { head_dim, group, .. } => s += &format!(" hd{head_dim} g{group}"),
+            Geometry::AttentionDecode { head_dim, group, rope, .. } => s += &format!(" hd{head_dim} g{group}{}", if rope { " +rope" } else { "" }),
             Geometry::RopeKv { .. } => {}
         }
         if let Geometry::CpuAttention { kv_f16: true, .. }
@@ -432,7 +434,7 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
         Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
         Geometry::AttentionDecode { head_dim, group, .. } => {
-            s += &format!("const HD: u32 = {head_dim}u;\nconst G: u32 = {group}u;\nconst DPT: u32 = {}u;\n", head_dim.div_ceil(64))
+            s += &format!("const HD: u32 = {head_dim}u;\nconst G: u32 = {group}u;\nconst DPT: u32 = {}u;\n", head_dim.div_ceil(256))
         }
         Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } => {
             for (name, v) in consts(key) {
@@ -464,7 +466,8 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup), ("KV16", kv_f16 as u32)]
         }
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
-        Geometry::Attention { kv_f16, .. } | Geometry::AttentionDecode { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
+        Geometry::AttentionDecode { kv_f16, rope, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32)],
+        Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
         _ => vec![],
     }
 }

@@ -145,6 +145,7 @@ impl Llama {
         // Decode fusions (linear::Fuse): the matrix-vector forms normalise x themselves, and
         // the dense gate/up projection applies SwiGLU when it is one matrix of one part.
         let fuse = gpu.tuning().fused();
+        let rope_fused = attention::fuses_rope(gpu, &cfg);
         for lw in &weights.layers {
             let k_cache = b.storage("k cache", kv_bytes);
             let v_cache = b.storage("v cache", kv_bytes);
@@ -153,8 +154,9 @@ impl Llama {
             for (m, y0) in &lw.qkv {
                 b.linear_fused(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false }, norm);
             }
-            b.rope_kv(&cfg, &qkv, qs, &rope, &k_cache, &v_cache);
-            b.attention(&cfg, AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials });
+            b.rope_kv(&cfg, &qkv, qs, &rope, &k_cache, &v_cache, rope_fused);
+            let rope = rope_fused.then_some(&rope);
+            b.attention(&cfg, AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials, rope });
             b.linear(&lw.o, Io { x: &att, x_stride: q, y: &x, y_stride: d, y0: 0, accumulate: true });
             match &lw.ffn {
                 Ffn::Dense { gate_up, down } => {

@@ -452,7 +452,7 @@ pub async fn rope_kv(gpu: &Gpu, cfg: &Config, freqs: Option<&[f32]>, qkv: &[f32]
         let q = input(b, "oneshot qkv", qkv, 1);
         let kc = kv_input(b, "oneshot k cache", k_cache, cfg.kv);
         let vc = kv_input(b, "oneshot v cache", v_cache, cfg.kv);
-        b.rope_kv(cfg, &q, qs, &rope, &kc, &vc);
+        b.rope_kv(cfg, &q, qs, &rope, &kc, &vc, false);
         let words = cache * cfg.kv.bytes() as u64 / 4;
         Ok(vec![(q, qkv.len() as u64), (kc, words), (vc, words)])
     })
@@ -460,6 +460,21 @@ pub async fn rope_kv(gpu: &Gpu, cfg: &Config, freqs: Option<&[f32]>, qkv: &[f32]
     let mut it = out.into_iter();
     let mut next = || it.next().unwrap_or_default();
     Ok([next(), kv_output(next(), cfg.kv), kv_output(next(), cfg.kv)])
+}
+
+/// An attention call's `[q | k | v]` row width, token count and cache length (floats), checked:
+/// whole rows, caches of `cfg.ctx` positions, positions within it, 1 to `MAX_SPLITS` splits (one
+/// only beyond `SPLIT_MAX_TOKENS` tokens).
+fn attention_shape(cfg: &Config, qkv: &[f32], pos0: u32, k_cache: &[f32], v_cache: &[f32], splits: u32) -> Result<(u32, u32, u64)> {
+    let qs = cfg.q_dim() + 2 * cfg.kv_dim();
+    let n = tokens_of("qkv", qkv.len(), qs)?;
+    let cache = cfg.ctx as u64 * cfg.kv_dim() as u64;
+    check_len("k cache", k_cache.len(), cache)?;
+    check_len("v cache", v_cache.len(), cache)?;
+    if pos0 + n > cfg.ctx || splits == 0 || splits > crate::attention::MAX_SPLITS || (splits > 1 && n > crate::attention::SPLIT_MAX_TOKENS) {
+        return Err(Error::Input(format!("{n} tokens at {pos0} with {splits} splits (ctx {})", cfg.ctx)));
+    }
+    Ok((qs, n, cache))
 }
 
 /// Attention of a batch of n queries at positions `pos0 ..` (`qkv`: n rows of `[q | k | v]`, q
@@ -480,25 +495,57 @@ pub async fn attention_timed(
     splits: u32,
     repeats: u32,
 ) -> Result<(Vec<f32>, Option<(f64, Option<f64>)>)> {
-    let qs = cfg.q_dim() + 2 * cfg.kv_dim();
-    let n = tokens_of("qkv", qkv.len(), qs)?;
-    let cache = cfg.ctx as u64 * cfg.kv_dim() as u64;
-    check_len("k cache", k_cache.len(), cache)?;
-    check_len("v cache", v_cache.len(), cache)?;
-    if pos0 + n > cfg.ctx || splits == 0 || splits > crate::attention::MAX_SPLITS || (splits > 1 && n > crate::attention::SPLIT_MAX_TOKENS) {
-        return Err(Error::Input(format!("{n} tokens at {pos0} with {splits} splits (ctx {})", cfg.ctx)));
-    }
+    let (qs, n, _) = attention_shape(cfg, qkv, pos0, k_cache, v_cache, splits)?;
     let (mut out, t) = run(gpu, NO_WEIGHTS, batch(n, pos0, splits), repeats, |_, b| {
         let q = input(b, "oneshot qkv", qkv, 1);
         let kc = kv_input(b, "oneshot k cache", k_cache, cfg.kv);
         let vc = kv_input(b, "oneshot v cache", v_cache, cfg.kv);
         let o = b.storage("oneshot o", n as u64 * cfg.q_dim() as u64 * 4);
         let partials = b.storage("oneshot partials", partials_bytes(cfg));
-        b.attention(cfg, AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials });
+        b.attention(cfg, AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials, rope: None });
         Ok(vec![(o, n as u64 * cfg.q_dim() as u64)])
     })
     .await?;
     Ok((out.remove(0), t))
+}
+
+/// RoPE + KV write then attention, as the forward pass records them for a batch of n tokens at
+/// `pos0` (`qkv`: n rows of `[q | k | v]` before RoPE; `freqs`: Llama-3 `rope_freqs` factors):
+/// one-token batches with RoPE and the cache write fused into attention where
+/// [`crate::attention::fuses_rope`], else the `rope_kv` op first. Returns the attention output
+/// (n rows of `q_dim`) and the k and v caches after.
+///
+/// # Errors
+/// As [`rope_kv`] and [`attention_timed`].
+#[allow(clippy::too_many_arguments)]
+pub async fn rope_attention(
+    gpu: &Gpu,
+    cfg: &Config,
+    freqs: Option<&[f32]>,
+    qkv: &[f32],
+    pos0: u32,
+    k_cache: &[f32],
+    v_cache: &[f32],
+    splits: u32,
+) -> Result<[Vec<f32>; 3]> {
+    let (qs, n, cache) = attention_shape(cfg, qkv, pos0, k_cache, v_cache, splits)?;
+    let fused = crate::attention::fuses_rope(gpu, cfg);
+    let (out, _) = run(gpu, NO_WEIGHTS, batch(n, pos0, splits), 0, |_, b| {
+        let rope = input(b, "oneshot rope", &crate::rope::table(cfg, freqs, cfg.ctx), 1);
+        let q = input(b, "oneshot qkv", qkv, 1);
+        let kc = kv_input(b, "oneshot k cache", k_cache, cfg.kv);
+        let vc = kv_input(b, "oneshot v cache", v_cache, cfg.kv);
+        let o = b.storage("oneshot o", n as u64 * cfg.q_dim() as u64 * 4);
+        let partials = b.storage("oneshot partials", partials_bytes(cfg));
+        b.rope_kv(cfg, &q, qs, &rope, &kc, &vc, fused);
+        b.attention(cfg, AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials, rope: fused.then_some(&rope) });
+        let words = cache * cfg.kv.bytes() as u64 / 4;
+        Ok(vec![(o, n as u64 * cfg.q_dim() as u64), (kc, words), (vc, words)])
+    })
+    .await?;
+    let mut it = out.into_iter();
+    let mut next = || it.next().unwrap_or_default();
+    Ok([next(), kv_output(next(), cfg.kv), kv_output(next(), cfg.kv)])
 }
 
 /// Attention (see [`attention_timed`]).

@@ -96,14 +96,26 @@ impl Builder<'_> {
     }
 
     /// RoPE on each token's q and k (rows of `[q | k | v]` of `qkv_stride` floats, position
-    /// pos0 + i) with the cos/sin table `rope`, and k, v into the cache (`cfg.kv` values).
-    pub fn rope_kv(&mut self, cfg: &Config, qkv: &wgpu::Buffer, qkv_stride: u32, rope: &wgpu::Buffer, k_cache: &wgpu::Buffer, v_cache: &wgpu::Buffer) {
+    /// pos0 + i) with the cos/sin table `rope`, and k, v into the cache (`cfg.kv` values); with
+    /// `fused`, not for one-token batches (attention does it: [`crate::attention::fuses_rope`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_kv(
+        &mut self,
+        cfg: &Config,
+        qkv: &wgpu::Buffer,
+        qkv_stride: u32,
+        rope: &wgpu::Buffer,
+        k_cache: &wgpu::Buffer,
+        v_cache: &wgpu::Buffer,
+        fused: bool,
+    ) {
         let params = RopeParams { n_heads: cfg.n_heads, n_kv: cfg.n_kv_heads, head_dim: cfg.head_dim, n_rot: cfg.n_rot, qkv_stride, pad: [0; 3] };
         let p = self.uniform("rope_kv", &params);
         let step = self.step.clone();
         let groups = (cfg.q_dim() / 2).max(cfg.kv_dim()).div_ceil(64);
         let key = PipelineKey { kernel: Kernel::RopeKv, format: None, geometry: Geometry::RopeKv { kv_f16: cfg.kv == KvType::F16 } };
-        self.plain(key, &[&p, &step, rope, qkv, k_cache, v_cache], move |b| [groups, b.n_tokens, 1]);
+        let v = self.variant(key, &[&p, &step, rope, qkv, k_cache, v_cache]);
+        self.op(vec![v], move |b| (!fused || b.n_tokens > 1).then_some((0, [groups, b.n_tokens, 1])));
         let per_token = (2 * cfg.q_dim() as u64 + 2 * cfg.kv_dim() as u64 + cfg.n_rot as u64) * 4 + 2 * cfg.kv_dim() as u64 * cfg.kv.bytes() as u64;
         self.traffic(move |b| b.n_tokens as u64 * per_token);
     }

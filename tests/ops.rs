@@ -13,7 +13,7 @@ use common::gpu;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
 use webgpu_llama::kernels::CpuTile;
-use webgpu_llama::{oneshot, reference, rope, Config, Gpu, KvType};
+use webgpu_llama::{attention, oneshot, reference, rope, Config, Gpu, KvType};
 
 /// The tokens axis.
 const TOKENS: [u32; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33, 300];
@@ -331,6 +331,67 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &m
             for &s in splits {
                 let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
                 assert_close(&format!("attention {kv_type} variant {variant} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
+            }
+        }
+    }
+}
+
+/// RoPE + KV write + attention as the forward pass records them, one token (decoding) and three:
+/// with the decode fusions on the GPU kernels, a one-token batch's RoPE and cache write run
+/// inside `attention_decode.wgsl` (`attention::fuses_rope`); without them `rope_kv` does them.
+/// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132.
+#[test]
+fn rope_attention() {
+    let base = gpu(false);
+    let mut rng = Rng(9);
+    for (variant, kv_type, head_dim) in [(0, KvType::F32, 20), (1, KvType::F32, 20), (0, KvType::F16, 132), (1, KvType::F16, 20), (0, KvType::F32, 132)] {
+        let mut gpu = base.clone();
+        let t = gpu.tuning_mut();
+        t.cpu = false;
+        t.fuse = Some(variant == 0);
+        for n in [1, 3] {
+            for pos0 in [0, 45] {
+                let cfg = Config { kv: kv_type, head_dim, ..attention_config(pos0 + n + 3) };
+                let fused = attention::fuses_rope(&gpu, &cfg) && n == 1;
+                assert_eq!(attention::fuses_rope(&gpu, &cfg), variant == 0, "the decode fusions decide");
+                let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
+                let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
+                let cache = cfg.ctx as usize * kv;
+                let (kc, vc) = (rng.vec(cache), rng.vec(cache));
+                // The caches as they hold values; the reference: RoPE on q and k in f64, k and v
+                // into the caches, then attention. The fused kernel uses the token's own key and
+                // value unrounded (it has them in qkv), so for it they stay f32 in the reference.
+                let round = |v: &[f32]| match kv_type {
+                    KvType::F32 => v.to_vec(),
+                    KvType::F16 => oneshot::unpack_f16(&oneshot::pack_f16(v)),
+                };
+                let freqs = rope::frequencies(&cfg, None);
+                let (mut roped, mut want_k, mut want_v) = (qkv.clone(), round(&kc), round(&vc));
+                let (mut att_k, mut att_v) = (want_k.clone(), want_v.clone());
+                for (i, row) in roped.chunks_mut(q + 2 * kv).enumerate() {
+                    let p = pos0 as usize + i;
+                    for part in [0..q, q..q + kv] {
+                        let mut x = f64s(&row[part.clone()]);
+                        reference::rope(&mut x, head_dim as usize, &freqs, p as u32);
+                        row[part].iter_mut().zip(&x).for_each(|(a, b)| *a = *b as f32);
+                    }
+                    want_k[p * kv..][..kv].copy_from_slice(&round(&row[q..q + kv]));
+                    want_v[p * kv..][..kv].copy_from_slice(&round(&row[q + kv..]));
+                    let own = |v: &[f32]| if fused { v.to_vec() } else { round(v) };
+                    att_k[p * kv..][..kv].copy_from_slice(&own(&row[q..q + kv]));
+                    att_v[p * kv..][..kv].copy_from_slice(&own(&row[q + kv..]));
+                }
+                let want = attention_reference(&cfg, &roped, pos0, &att_k, &att_v);
+                for s in [1, 3, 8] {
+                    let what = format!("rope + attention {kv_type} variant {variant} hd {head_dim} T={n} pos0={pos0} splits={s}");
+                    let [o, k, v] = block_on(oneshot::rope_attention(&gpu, &cfg, None, &qkv, pos0, &kc, &vc, s)).unwrap();
+                    assert_close(&format!("{what}: output"), &o, &want, 1e-5);
+                    // An f16 cache within an ulp of the rounded f64 key (values up to 3 * sqrt(2): ulps of 2^-8,
+                    // relative to that scale under 2^-9; WGSL leaves the rounding to the implementation).
+                    let ulp = if kv_type == KvType::F16 { 1.0 / 512.0 } else { 1e-5 };
+                    assert_close(&format!("{what}: k cache"), &k, &f64s(&want_k), ulp);
+                    assert_close(&format!("{what}: v cache"), &v, &f64s(&want_v), ulp);
+                }
             }
         }
     }

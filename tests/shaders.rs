@@ -50,9 +50,10 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 })
                 .collect(),
             Kernel::AttentionDecode => vec![
-                Geometry::AttentionDecode { head_dim: 64, group: 4, kv_f16: false },
-                Geometry::AttentionDecode { head_dim: 132, group: 3, kv_f16: true },
-                Geometry::AttentionDecode { head_dim: 20, group: 1, kv_f16: false },
+                Geometry::AttentionDecode { head_dim: 64, group: 4, kv_f16: false, rope: false },
+                Geometry::AttentionDecode { head_dim: 132, group: 3, kv_f16: true, rope: true },
+                Geometry::AttentionDecode { head_dim: 20, group: 1, kv_f16: false, rope: true },
+                Geometry::AttentionDecode { head_dim: 260, group: 2, kv_f16: true, rope: false },
             ],
             Kernel::Attention => [false, true]
                 .into_iter()
