@@ -32,6 +32,9 @@ pub struct BenchOptions {
     pub profile: bool,
     /// The KV cache's element type.
     pub kv: KvType,
+    /// Decode reading back only the top k of each token's logits, chosen on the GPU
+    /// (`Llama::submit_top_k`), instead of all of them with the argmax on the CPU.
+    pub top_k: Option<u32>,
 }
 
 /// One kernel's share of a profiled batch: the dispatches with the same pipeline label.
@@ -56,10 +59,12 @@ pub struct Profile {
     pub tokens: u32,
     /// Per kernel label, slowest first.
     pub rows: Vec<ProfileRow>,
+    /// GPU seconds of the whole batch in one compute pass (as decode and prefill run it).
+    pub one_pass: f64,
 }
 
 impl Profile {
-    fn of(phase: String, tokens: u32, list: Vec<(String, f64, u64)>) -> Profile {
+    fn of(phase: String, tokens: u32, list: Vec<(String, f64, u64)>, one_pass: f64) -> Profile {
         let mut rows: Vec<ProfileRow> = Vec::new();
         for (label, t, b) in list {
             let i = rows.iter().position(|r| r.label == label).unwrap_or_else(|| {
@@ -71,7 +76,7 @@ impl Profile {
             rows[i].bytes += b;
         }
         rows.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
-        Profile { phase, tokens, rows }
+        Profile { phase, tokens, rows, one_pass }
     }
 
     /// Total GPU seconds.
@@ -101,6 +106,7 @@ impl Profile {
         let calls = self.rows.iter().map(|r| r.calls).sum();
         out += &line("total", calls, total, self.bytes());
         out += &line("per layer (total / layers)", calls / layers.max(1), total / layers.max(1) as f64, self.bytes() / layers.max(1) as u64);
+        out += &line("whole batch in one pass (as it runs)", calls, self.one_pass, self.bytes());
         out
     }
 }
@@ -139,6 +145,17 @@ pub struct BenchReport {
     /// CPU milliseconds per decoded token spent recording and submitting its command buffer
     /// (`Llama::submit`), median over repeats: when close to ms/token, decode is CPU-bound.
     pub encode_ms: f64,
+    /// CPU milliseconds per decoded token from the step's submission until its logits (or top k)
+    /// are read, median over repeats (the GPU's time plus the readback).
+    pub wait_ms: f64,
+    /// CPU milliseconds per decoded token picking the next token (argmax over the logits, or the
+    /// first of the top k), median over repeats.
+    pub pick_ms: f64,
+    /// CPU milliseconds per decoded token of [`BenchReport::encode_ms`] spent recording the next
+    /// step ahead (while the GPU runs this one), median over repeats.
+    pub ahead_ms: f64,
+    /// The top-k readout decode used, if any ([`BenchOptions::top_k`]).
+    pub top_k: Option<u32>,
     /// Dispatches per decoded token.
     pub dispatches_per_token: usize,
     /// Weight bytes read per decoded token (the embedding row, every matrix, top-k of E experts).
@@ -178,9 +195,9 @@ impl BenchReport {
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"top_k\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.encode_ms, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
             self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv
         )
@@ -195,7 +212,10 @@ impl std::fmt::Display for BenchReport {
         let at = if self.depth > 0 { format!(" at depth {}", self.depth) } else { String::new() };
         writeln!(f, "prefill pp{}{at}: {} tok/s", self.prompt, st(&self.prefill_tps))?;
         writeln!(f, "decode tg{}{at}: {} tok/s, {:.3} ms/token", self.gen, st(&self.decode_tps), 1e3 / self.decode_tps.median)?;
-        writeln!(f, "CPU record+submit per decoded token: {:.3} ms", self.encode_ms)?;
+        let readout = self.top_k.map_or("all logits read back, argmax on the CPU".to_string(), |k| format!("top {k} read back (chosen on the GPU)"));
+        writeln!(f, "decode readout: {readout}")?;
+        writeln!(f, "CPU record+submit per decoded token: {:.3} ms ({:.3} ms of it recording the next step ahead)", self.encode_ms, self.ahead_ms)?;
+        writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
         writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
         if let Some(b) = self.bandwidth_bound_tps() {
@@ -252,7 +272,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     // Upload is queued: one tiny forward makes the load time include it.
     llama.forward(&[1], 0).await?;
     let load_s = t0.elapsed().as_secs_f64();
-    let (mut pre, mut dec, mut enc) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pre, mut dec, mut enc, mut waits, mut picks, mut aheads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in 0..opts.repeats.max(1) {
         if opts.depth > 0 {
             llama.forward(&tokens(opts.depth, llama.config.vocab, r + 100), 0).await?;
@@ -262,17 +282,37 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         let mut logits = llama.forward(&prompt, opts.depth).await?;
         pre.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
         let t = Instant::now();
-        let mut encode = 0.0;
+        let (mut encode, mut wait, mut pick, mut ahead) = (0.0, 0.0, 0.0, 0.0);
+        let mut top = None;
         for i in 0..opts.gen {
-            let next = logits.iter().enumerate().fold((0, f32::MIN), |b, (j, &x)| if x > b.1 { (j, x) } else { b }).0 as u32;
+            let tp = Instant::now();
+            let next = match top {
+                Some(id) => id,
+                None => logits.iter().enumerate().fold((0, f32::MIN), |b, (j, &x)| if x > b.1 { (j, x) } else { b }).0 as u32,
+            };
+            pick += tp.elapsed().as_secs_f64();
             // forward() split in two, to time the CPU side of a token on its own.
-            let te = Instant::now();
-            let pending = llama.submit(&[next], opts.depth + prompt.len() as u32 + i, false)?;
+            let (te, p0) = (Instant::now(), llama.prepare_seconds());
+            let pos = opts.depth + prompt.len() as u32 + i;
+            let pending = match opts.top_k {
+                Some(k) => llama.submit_top_k(&[next], pos, k)?,
+                None => llama.submit(&[next], pos, false)?,
+            };
             encode += te.elapsed().as_secs_f64();
-            logits = llama.read(pending).await?;
+            ahead += llama.prepare_seconds() - p0;
+            let tw = Instant::now();
+            match opts.top_k {
+                Some(k) => top = crate::topk::decode(&llama.read(pending).await?, k).first().map(|p| p.0),
+                None => logits = llama.read(pending).await?,
+            }
+            wait += tw.elapsed().as_secs_f64();
         }
+        let per = |s: f64| 1e3 * s / opts.gen.max(1) as f64;
         dec.push(opts.gen.max(1) as f64 / t.elapsed().as_secs_f64());
-        enc.push(1e3 * encode / opts.gen.max(1) as f64);
+        enc.push(per(encode));
+        waits.push(per(wait));
+        picks.push(per(pick));
+        aheads.push(per(ahead));
     }
     let mut profiles = Vec::new();
     if opts.profile {
@@ -281,7 +321,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         let cases = [(format!("decode at position {}", d + p), 1, d + p), (format!("prefill of {n} tokens at position {d}"), n, d)];
         for (phase, n, pos) in cases {
             match llama.profile(n, pos).await? {
-                Some(list) => profiles.push(Profile::of(phase, n, list)),
+                Some((list, one_pass)) => profiles.push(Profile::of(phase, n, list, one_pass)),
                 None => eprintln!("profile: {phase}: this adapter has no timestamp queries"),
             }
         }
@@ -292,6 +332,10 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         prefill_tps: Stat::of(pre),
         decode_tps: Stat::of(dec),
         encode_ms: Stat::of(enc).median,
+        wait_ms: Stat::of(waits).median,
+        pick_ms: Stat::of(picks).median,
+        ahead_ms: Stat::of(aheads).median,
+        top_k: opts.top_k,
         dispatches_per_token: llama.dispatches_per_token(),
         weight_bytes_per_token: weight_bytes_per_token(g, &llama.config),
         gpu_bytes: llama.gpu_bytes(),

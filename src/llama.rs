@@ -57,6 +57,8 @@ pub struct Llama {
     /// The one-token step at position `filled`, recorded while the GPU runs the last submission
     /// (see [`Llama::submit`]).
     next: RefCell<Option<Prepared>>,
+    /// CPU seconds spent recording steps ahead ([`Llama::prepare`]), for the benchmark.
+    prepare_s: Cell<f64>,
     topk: TopK,
     disposed: Cell<bool>,
 }
@@ -86,9 +88,11 @@ enum Readout {
 }
 
 /// A one-token decode step recorded ahead of its call: its command buffer (the token id and the
-/// step uniform are written at submission) and the readback buffer it copies the logits to.
+/// step uniform are written at submission) and the readback buffer it copies the logits (or, for
+/// a top-k readout, the top k) to.
 struct Prepared {
     pos: u32,
+    readout: Readout,
     commands: wgpu::CommandBuffer,
     readback: wgpu::Buffer,
 }
@@ -201,6 +205,7 @@ impl Llama {
             buffers,
             readbacks: RefCell::new(Vec::new()),
             next: RefCell::new(None),
+            prepare_s: Cell::new(0.0),
             topk,
             filled: Cell::new(0),
             disposed: Cell::new(false),
@@ -309,12 +314,15 @@ impl Llama {
         let all_logits = readout == Readout::All;
         let prepared = self.next.borrow_mut().take();
         if let Some(p) = prepared {
-            if tokens.len() == 1 && readout == Readout::Last && p.pos == start_pos {
+            if tokens.len() == 1 && readout == p.readout && p.pos == start_pos {
+                if let Readout::TopK(k) = readout {
+                    self.topk.set_k(&self.gpu.queue, k);
+                }
                 self.write_inputs(&self.plan(1, start_pos, false), tokens);
                 self.gpu.queue.submit([p.commands]);
                 self.filled.set(start_pos + 1);
-                self.prepare(start_pos + 1);
-                return Ok(Pending { buffer: p.readback, rows: 1 });
+                self.prepare(start_pos + 1, readout);
+                return Ok(Pending { buffer: p.readback, rows: (readout == Readout::Last) as u32 });
             }
             self.readbacks.borrow_mut().push(p.readback);
         }
@@ -351,7 +359,7 @@ impl Llama {
         }
         let end = start_pos + tokens.len() as u32;
         self.filled.set(end);
-        self.prepare(end);
+        self.prepare(end, if readout == Readout::All { Readout::Last } else { readout });
         Ok(Pending { buffer: readback, rows })
     }
 
@@ -363,21 +371,40 @@ impl Llama {
         self.queue(tokens, start_pos, Readout::TopK(k))
     }
 
-    /// Records the one-token step at `pos` (logits into a pooled readback buffer) for
-    /// [`Llama::submit`] to use if the next call asks for exactly it.
-    fn prepare(&self, pos: u32) {
+    /// Records the one-token step at `pos` with `readout` (`Last`: the logits, or `TopK`, into a
+    /// pooled readback buffer) for [`Llama::submit`] or [`Llama::submit_top_k`] to use if the next
+    /// call asks for exactly it: recording a step costs about as much CPU time as the GPU takes to
+    /// run it on a fast GPU, so it is done while the GPU runs the step before.
+    fn prepare(&self, pos: u32, readout: Readout) {
         if pos >= self.config.ctx {
             return;
         }
+        #[cfg(not(target_arch = "wasm32"))]
+        let t = std::time::Instant::now();
         let batch = self.plan(1, pos, false);
-        let readback = self.readback(self.config.vocab as u64 * 4);
+        let row = self.config.vocab as u64 * 4;
+        let readback = self.readback(if let Readout::TopK(_) = readout { TOP_K_BYTES } else { row });
         let mut enc = self.gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             self.program.record(&mut pass, &batch);
+            if let Readout::TopK(_) = readout {
+                self.topk.record(&mut pass);
+            }
         }
-        enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, self.config.vocab as u64 * 4);
-        *self.next.borrow_mut() = Some(Prepared { pos, commands: enc.finish(), readback });
+        match readout {
+            Readout::TopK(k) => enc.copy_buffer_to_buffer(&self.topk.out, 0, &readback, 0, k as u64 * 8),
+            _ => enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, row),
+        }
+        *self.next.borrow_mut() = Some(Prepared { pos, readout, commands: enc.finish(), readback });
+        #[cfg(not(target_arch = "wasm32"))]
+        self.prepare_s.set(self.prepare_s.get() + t.elapsed().as_secs_f64());
+    }
+
+    /// CPU seconds spent so far recording one-token steps ahead of their calls (natively; 0 in
+    /// the browser): the part of [`Llama::submit`]'s time that overlaps the GPU's work.
+    pub fn prepare_seconds(&self) -> f64 {
+        self.prepare_s.get()
     }
 
     /// Reads a [`Pending`]'s logits and gives its buffer back.
@@ -426,11 +453,13 @@ impl Llama {
 
     /// GPU time of each dispatch of one batch of `n` tokens at `pos0` (token id 1 each), from
     /// timestamp queries around one compute pass per dispatch: (kernel label, seconds, bytes moved)
-    /// in program order. `None` when the device has no timestamp queries. Writes the KV cache at
-    /// `pos0 .. pos0 + n` (positions before must be filled).
+    /// in program order; and the GPU seconds of the whole batch in one compute pass, as `forward`
+    /// records it (the median of 5 runs), which also shows what the per-dispatch passes add.
+    /// `None` when the device has no timestamp queries. Writes the KV cache at `pos0 .. pos0 + n`
+    /// (positions before must be filled).
     ///
     /// Errors: as [`Llama::validate`]; [`Error::Gpu`].
-    pub async fn profile(&self, n: u32, pos0: u32) -> Result<Option<Vec<(String, f64, u64)>>> {
+    pub async fn profile(&self, n: u32, pos0: u32) -> Result<Option<(Vec<(String, f64, u64)>, f64)>> {
         let tokens = vec![1u32; n as usize];
         self.validate(&tokens, pos0)?;
         if n > self.batch || !self.gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
@@ -455,9 +484,34 @@ impl Llama {
         queries.destroy();
         self.filled.set(self.filled.get().max(pos0 + n));
         let period = self.gpu.queue.get_timestamp_period() as f64 * 1e-9;
-        Ok(Some(
-            list.iter().enumerate().map(|(i, d)| (d.variant.key.label(), ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period, d.bytes)).collect(),
-        ))
+        let list =
+            list.iter().enumerate().map(|(i, d)| (d.variant.key.label(), ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period, d.bytes)).collect();
+        // The same batch in one pass.
+        let queries = self.gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("profile pass"), ty: wgpu::QueryType::Timestamp, count: 2 });
+        let resolve = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("profile pass timestamps"),
+            size: 16,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let mut enc = self.gpu.device.create_command_encoder(&Default::default());
+            {
+                let timestamp_writes =
+                    Some(wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(0), end_of_pass_write_index: Some(1) });
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
+                self.program.record(&mut pass, &batch);
+            }
+            enc.resolve_query_set(&queries, 0..2, &resolve, 0);
+            self.gpu.queue.submit([enc.finish()]);
+            let t: Vec<u64> = bytemuck::pod_collect_to_vec(&self.gpu.read(&resolve, 16).await?);
+            runs.push(t[1].saturating_sub(t[0]) as f64 * period);
+        }
+        resolve.destroy();
+        queries.destroy();
+        runs.sort_by(f64::total_cmp);
+        Ok(Some((list, runs[2])))
     }
 
     /// Gives a read (and unmapped) readback buffer back to the pool (a few one-row and top-k

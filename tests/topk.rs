@@ -67,3 +67,22 @@ fn bad_k_is_an_input_error() {
     // Still usable afterwards.
     assert_eq!(block_on(llama.forward_top_k(&c.prompt, 0, 3)).unwrap().len(), 3);
 }
+
+/// A greedy decode through top-1 readouts, one token per call (after the first, each call runs
+/// the step `Llama` recorded ahead for a top-1 readout): the reference's greedy continuation.
+/// Then a different k and a full-logits call at the next positions (the step recorded ahead is
+/// not the one asked for) still match the sorted logits.
+#[test]
+fn greedy_decode_through_top_1_steps_matches_the_reference() {
+    let c = case("stories260K-f32");
+    let llama = model(&c);
+    let mut pos = c.prompt.len() as u32;
+    let mut got = vec![block_on(llama.forward_top_k(&c.prompt, 0, 1)).unwrap()[0].0];
+    while got.len() < c.greedy.len() {
+        let next = block_on(llama.forward_top_k(&[*got.last().unwrap()], pos, 1)).unwrap()[0].0;
+        got.push(next);
+        pos += 1;
+    }
+    assert_eq!(got, c.greedy, "greedy ids through top-1 steps");
+    check(&llama, "after top-1 steps", &[*got.last().unwrap()], pos);
+}

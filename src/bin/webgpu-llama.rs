@@ -85,6 +85,10 @@ mod cli {
             /// Also print the GPU time of every kernel of one decode step and one prefill batch.
             #[arg(long)]
             profile: bool,
+            /// Decode reading back only the top K logits of each token, chosen on the GPU
+            /// (`forwardTopK`), instead of all of them (argmax on the CPU).
+            #[arg(long)]
+            top_k: Option<u32>,
             #[command(flatten)]
             choices: Choices,
         },
@@ -297,12 +301,12 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Bench { model, prompt, depth, gen, ctx, kv, repeats, peak_gbs, json, default_limits, profile, choices } => {
+            Cmd::Bench { model, prompt, depth, gen, ctx, kv, repeats, peak_gbs, json, default_limits, profile, top_k, choices } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
                 let g = Gguf::parse(bytes.as_slice())?;
-                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv };
+                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
                     println!("{}", report.to_json());
