@@ -18,6 +18,14 @@
 //   (the row's threads read all of x between them), instead of reading rmsnorm.wgsl's output.
 // GLU = 1: W is [gate; up] (2 * p.rows rows); row r of the output is
 //   silu(gate_r . x) * (up_r . x) (SwiGLU), the two rows sharing each load of x.
+// Weights cb + o .. cb + o + 4 of the span starting at column cb: when a span lies within one of
+// the format's scale groups, through dq4s, so that its NG calls share the block and scale
+// decoding (the same expressions of cb; formats/common.wgsl).
+fn dqm(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  if (GROUP % SPAN == 0u) { return dq4s(rb, cb, o); }
+  return dq4(rb, cb + o);
+}
+
 //@if NORM
 @group(0) @binding(5) var<storage, read> NW: array<vec4<f32>>;
 
@@ -66,11 +74,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (var base = 0u; base + UN * TPR <= spans; base += UN * TPR) {
     let sp = base + t;
 //@for j < UNG
-    let c_$j = (sp + ($ju / NG) * TPR) * SPAN + 4u * ($ju % NG);
+    let cb_$j = (sp + ($ju / NG) * TPR) * SPAN;
+    let c_$j = cb_$j + 4u * ($ju % NG);
 //@for i < RPT
-    let w_$j_$i = dq4(rb_$i, c_$j);
+    let w_$j_$i = dqm(rb_$i, cb_$j, 4u * ($ju % NG));
 //@if GLU
-    let v_$j_$i = dq4(ru_$i, c_$j);
+    let v_$j_$i = dqm(ru_$i, cb_$j, 4u * ($ju % NG));
 //@end
 //@end
 //@end

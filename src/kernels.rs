@@ -7,7 +7,7 @@
 //! the KV cache's element type for the kernels that write and read it),
 //! and the optional device features it uses. [`compose`] turns a key into WGSL: `const`
 //! declarations for the geometry, then for weight kernels `shaders/formats/common.wgsl` and the
-//! format's file (its `dq4` decoder: the only per-format code), then the kernel's file(s).
+//! format's file (its `dq4s` decoder: the only per-format code), then the kernel's file(s).
 
 use std::collections::HashMap;
 

@@ -1,7 +1,7 @@
 //! Linear ops `Y (+)= W X` over a batch of tokens: the one place that picks, per batch, between
 //! the matrix-vector kernel (a few tokens: each weight is read once and multiplied into every
 //! token, the decode path) and the tiled matrix-matrix kernel (many tokens: prefill). Both read
-//! the weights in their GGUF storage format through the format's `dq4` decoder
+//! the weights in their GGUF storage format through the format's `dq4s` decoder
 //! (`shaders/formats/*.wgsl`) and share one parameter block ([`LinearParams`], `shaders/linear.wgsl`).
 
 use bytemuck::{Pod, Zeroable};
@@ -77,21 +77,23 @@ pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
     if gpu.is_cpu() {
         return expert_threads_per_row(gpu, ty, rows, cols);
     }
-    (cols / span(gpu)).max(1).next_power_of_two().clamp(4, 128)
+    (cols / span(gpu, ty)).max(1).next_power_of_two().clamp(4, 128)
 }
 
-/// Weights a matrix-vector thread decodes at once, for every format (a multiple of 4; see
-/// `shaders/matvec.wgsl`): 8 on a GPU, 4 on CPU adapters (a whole row per invocation: spans
-/// change nothing there). [`crate::gpu::Tuning::span`] overrides. Longer spans keep a block's
-/// scale in one thread, but spread a load instruction's addresses: measured on an H200 (decode
-/// of the Llama-3.2-1B shape, fused, 1 row per thread, tok/s for spans of 4 / 8 / 16 / 32 / 64):
-/// Q8_0 467 / 453 / 393 / 275 / 240, Q4_K_M 328 / 332 / 288 / 196 / 148, F16 449 / 433 / 316 /
-/// 189 / 133; with 2 rows per thread spans of 8 are the best of 4 and 8 for every format
-/// ([`rows_per_thread`]).
-pub fn span(gpu: &Gpu) -> u32 {
+/// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
+/// `shaders/matvec.wgsl`): on a GPU 16 for Q4_K, Q5_K and Q6_K, 8 for the others; 4 on CPU
+/// adapters (a whole row per invocation: spans change nothing there).
+/// [`crate::gpu::Tuning::span`] overrides. Longer spans spread a load instruction's addresses;
+/// within one of the format's scale groups they share the scale decoding (`dq4s`, which pays
+/// for the K-quants' 6-bit scales). Measured on an H200 (Llama-3.2-1B shape, tok/s, top-1
+/// readout, 2 rows per thread, spans of 8 / 16): Q4_K_M 409 / 490, Q8_0 638 / 618, F16
+/// 546 / 398. Before `dq4s` (1 row per thread, spans of 4 / 8 / 16 / 32 / 64): Q8_0 467 / 453 /
+/// 393 / 275 / 240, Q4_K_M 328 / 332 / 288 / 196 / 148, F16 449 / 433 / 316 / 189 / 133.
+pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
     match gpu.tuning().span {
         Some(s) => s,
         None if gpu.is_cpu() => 4,
+        None if matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K) => 16,
         None => 8,
     }
 }
@@ -178,7 +180,7 @@ impl Builder<'_> {
             self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
         // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
-        let (span, rpt) = (span(self.gpu), rows_per_thread(self.gpu));
+        let (span, rpt) = (span(self.gpu, w.ty), rows_per_thread(self.gpu));
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -245,7 +247,7 @@ impl Builder<'_> {
         let first = self.program.ops.len();
         let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
         let norm = norm.filter(|_| fused);
-        let (span, rpt) = (span(self.gpu), rows_per_thread(self.gpu));
+        let (span, rpt) = (span(self.gpu, w.ty), rows_per_thread(self.gpu));
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {

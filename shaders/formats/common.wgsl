@@ -11,7 +11,11 @@
 //   BLOCK_ELEMS, BLOCK_BYTES: a row of `cols` weights is cols / BLOCK_ELEMS blocks of BLOCK_BYTES;
 //   CHUNK: weights a matvec thread takes per step (a multiple of 4; a block, or the span over
 //     which a block's bytes and scales are shared, so that one step loads each byte once);
-//   dq4(rb, c): weights c .. c + 4 (c a multiple of 4) of the row starting at byte rb of W, each
+//   GROUP: weights that share a scale (a power of two; 4 where nothing is shared);
+//   dq4s(rb, cb, o): weights cb + o .. cb + o + 4 (cb + o a multiple of 4) of the row starting at
+//     byte rb of W, where cb and cb + o lie in the same GROUP: what depends on the group (its
+//     block, its scale) comes from cb alone, so that the calls of a span that share cb share that
+//     work (matvec.wgsl; dq4 below is the general form); each weight
 //     exactly ggml's dequantised f32 value (ggml-quants.c dequantize_row_*).
 // Weight kernels use nothing else of a format: matvec and matmul (and embed, through `dequant`).
 
@@ -41,6 +45,11 @@ fn half(bits: u32) -> f32 {
 // The four bytes of w, each shifted right by `sh` (0 for low nibbles, 4 for high ones...).
 fn bytes4(w: u32, sh: u32) -> vec4<u32> {
   return vec4<u32>(w >> sh, w >> (8u + sh), w >> (16u + sh), w >> (24u + sh));
+}
+
+// Weights c .. c + 4 (c a multiple of 4) of the row starting at byte rb.
+fn dq4(rb: u32, c: u32) -> vec4<f32> {
+  return dq4s(rb, c & ~(GROUP - 1u), c & (GROUP - 1u));
 }
 
 // Weight i of the row starting at byte rb (embedding gathers, rows whose width is not a

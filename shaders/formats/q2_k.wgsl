@@ -6,9 +6,11 @@
 // (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 84u;
+const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column)
 const CHUNK: u32 = 128u;
 
-fn dq4(rb: u32, c: u32) -> vec4<f32> {
+fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let c = cb + o;
   let w0 = (rb >> 2u) + 21u * (c >> 8u);
   let e = c & 255u;
   let n = e >> 7u;

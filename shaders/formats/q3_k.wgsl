@@ -7,9 +7,11 @@
 // bytes in (`ld`). A qs byte serves four weights 32 apart: CHUNK 128. (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 110u;
+const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column)
 const CHUNK: u32 = 128u;
 
-fn dq4(rb: u32, c: u32) -> vec4<f32> {
+fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let c = cb + o;
   let bb = rb + 110u * (c >> 8u);
   let e = c & 255u;
   let n = e >> 7u;

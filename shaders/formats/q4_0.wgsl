@@ -4,9 +4,11 @@
 // aligned and 2 bytes in (`ld`). (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 32u;
 const BLOCK_BYTES: u32 = 18u;
+const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column)
 const CHUNK: u32 = 32u;
 
-fn dq4(rb: u32, c: u32) -> vec4<f32> {
+fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let c = cb + o;
   let bb = rb + 18u * (c >> 5u);
   let j = c & 31u;
   let q = bytes4(ld(bb + 2u + (j & 15u)), (j >> 4u) << 2u) & vec4<u32>(15u);

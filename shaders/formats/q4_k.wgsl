@@ -6,13 +6,14 @@
 // loads each qs byte once. (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 144u;
+const GROUP: u32 = 32u;
 const CHUNK: u32 = 64u;
 
-fn dq4(rb: u32, c: u32) -> vec4<f32> {
-  let w0 = (rb >> 2u) + 36u * (c >> 8u);
-  let e = c & 255u;
+fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let w0 = (rb >> 2u) + 36u * (cb >> 8u);
+  let e = cb & 255u;
   let s = e >> 5u;
   let dm = k4_scale(w0, s);
-  let q = bytes4(W[w0 + 4u + 8u * (e >> 6u) + ((e & 31u) >> 2u)], 4u * (s & 1u)) & vec4<u32>(15u);
+  let q = bytes4(W[w0 + 4u + 8u * (e >> 6u) + (((e & 31u) + o) >> 2u)], 4u * (s & 1u)) & vec4<u32>(15u);
   return dm.x * vec4<f32>(q) - dm.y;
 }

@@ -7,16 +7,17 @@
 // apart: CHUNK 128. (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 210u;
+const GROUP: u32 = 16u;
 const CHUNK: u32 = 128u;
 
-fn dq4(rb: u32, c: u32) -> vec4<f32> {
-  let bb = rb + 210u * (c >> 8u);
-  let e = c & 255u;
+fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let bb = rb + 210u * (cb >> 8u);
+  let e = cb & 255u;
   let n = e >> 7u;
   let k = (e >> 5u) & 3u;
   let l = e & 31u;
-  let ql = bytes4(ld(bb + 64u * n + l + 32u * (k & 1u)), 4u * (k >> 1u)) & vec4<u32>(15u);
-  let qh = bytes4(ld(bb + 128u + 32u * n + l), 2u * k) & vec4<u32>(3u);
+  let ql = bytes4(ld(bb + 64u * n + l + o + 32u * (k & 1u)), 4u * (k >> 1u)) & vec4<u32>(15u);
+  let qh = bytes4(ld(bb + 128u + 32u * n + l + o), 2u * k) & vec4<u32>(3u);
   let sc = (i32(b8(bb + 192u + 8u * n + (l >> 4u) + 2u * k)) << 24u) >> 24u;
   return (half(h16(bb + 208u)) * f32(sc)) * (vec4<f32>(ql | (qh << vec4<u32>(4u))) - 32.0);
 }
