@@ -14,7 +14,8 @@
 //      flight at a time (8 keys' value rows per wait on memory, not 1), and the KG groups'
 //      sums are added in workgroup memory once, at the end.
 // Composed with `const HD` (head dim, a multiple of 4), `G` (query heads per KV head), `DPT`
-// (4-dim groups per thread: HD / 256 rounded up) and `KV16` (f16 cache: IEEE halves two per u32).
+// (4-dim groups per thread: HD / 256 rounded up), `KG` (key groups, below) and `KV16` (f16
+// cache: IEEE halves two per u32).
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
 // (k rotated), and the workgroup whose split holds the token writes them into the cache (no
@@ -54,10 +55,10 @@ struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 const NEG: f32 = -3.0e38; // a masked score
 var<workgroup> Q: array<vec4<f32>, G * HD / 4u>;
 var<workgroup> S: array<array<f32, 64>, G>; // scores, then softmax weights, of the 64 keys
-// Value dims in 4-dim groups: NDG groups per head; KG key groups of KPG keys each share the 64
-// threads (with more than 64 dim groups, one key group and DPT dim groups per thread).
+// Value dims in 4-dim groups: NDG groups per head; KG key groups (composed: a power of two with
+// KG x NDG <= 64) of KPG keys each share the 64 threads, so the groups cover a chunk's 64 keys
+// exactly (with more than 64 dim groups, one key group and DPT dim groups per thread).
 const NDG: u32 = HD / 4u;
-const KG: u32 = max(1u, 64u / NDG);
 const KPG: u32 = 64u / KG;
 var<workgroup> O: array<array<vec4<f32>, 64>, G>; // the trees of step 2 (x), the key groups' sums at the end
 

@@ -117,11 +117,13 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
 
 /// Whether one-token batches take `shaders/attention_decode.wgsl` (a key per thread; its query
 /// heads and scores in workgroup memory): on GPUs (not CPU adapters, where a thread per key
-/// buys nothing), for head dims that are whole vectors and groups of at most 8 query heads,
-/// unless [`crate::gpu::Tuning::decode_attention`] is off.
+/// buys nothing), for head dims that are whole vectors and groups of at most 8 query heads whose
+/// workgroup memory (q, scores and the key groups' sums) fits the device's, unless
+/// [`crate::gpu::Tuning::decode_attention`] is off.
 pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     let g = cfg.n_heads / cfg.n_kv_heads;
-    gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8
+    let shared = g * (4 * cfg.head_dim + 64 * 4 + 64 * 16);
+    gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && shared <= gpu.limits().max_compute_workgroup_storage_size
 }
 
 /// Whether one-token batches apply RoPE and write the KV cache inside `attention_decode.wgsl`

@@ -195,9 +195,9 @@ impl BenchReport {
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"top_k\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
             self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv
         )
@@ -258,6 +258,11 @@ pub fn weight_bytes_per_token(g: &Gguf, cfg: &Config) -> u64 {
     total
 }
 
+/// The id of a top-k readout's first (largest) pair.
+fn first_id(top: &[(u32, f32)]) -> Result<u32> {
+    top.first().map(|p| p.0).ok_or_else(|| crate::error::Error::Gpu("an empty top-k readout".into()))
+}
+
 /// Deterministic prompt tokens in `1..vocab`.
 fn tokens(n: u32, vocab: u32, salt: u32) -> Vec<u32> {
     (0..n).map(|i| 1 + (i.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % (vocab - 1).max(1)).collect()
@@ -279,11 +284,15 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         }
         let prompt = tokens(opts.prompt.max(1), llama.config.vocab, r);
         let t = Instant::now();
-        let mut logits = llama.forward(&prompt, opts.depth).await?;
+        // With a top-k readout the prompt takes one too, so that the step recorded after it is
+        // the one the first decoded token asks for.
+        let (mut logits, mut top) = match opts.top_k {
+            Some(k) => (Vec::new(), Some(first_id(&llama.forward_top_k(&prompt, opts.depth, k).await?)?)),
+            None => (llama.forward(&prompt, opts.depth).await?, None),
+        };
         pre.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
         let t = Instant::now();
         let (mut encode, mut wait, mut pick, mut ahead) = (0.0, 0.0, 0.0, 0.0);
-        let mut top = None;
         for i in 0..opts.gen {
             let tp = Instant::now();
             let next = match top {
@@ -302,7 +311,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             ahead += llama.prepare_seconds() - p0;
             let tw = Instant::now();
             match opts.top_k {
-                Some(k) => top = crate::topk::decode(&llama.read(pending).await?, k).first().map(|p| p.0),
+                Some(k) => top = Some(first_id(&crate::topk::decode(&llama.read(pending).await?, k))?),
                 None => logits = llama.read(pending).await?,
             }
             wait += tw.elapsed().as_secs_f64();

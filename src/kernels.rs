@@ -434,7 +434,11 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
         Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
         Geometry::AttentionDecode { head_dim, group, .. } => {
-            s += &format!("const HD: u32 = {head_dim}u;\nconst G: u32 = {group}u;\nconst DPT: u32 = {}u;\n", head_dim.div_ceil(256))
+            // Key groups: the largest power of two of NDG-thread groups that fits 64 threads, so
+            // that its groups of 64 / KG keys cover the 64 keys of a chunk exactly.
+            let groups = (64 / (head_dim / 4).max(1)).max(1);
+            let kg = 1u32 << (31 - groups.leading_zeros());
+            s += &format!("const HD: u32 = {head_dim}u;\nconst G: u32 = {group}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\n", head_dim.div_ceil(256))
         }
         Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } => {
             for (name, v) in consts(key) {

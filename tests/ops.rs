@@ -297,8 +297,8 @@ fn attention_with(kv: KvType) {
     let mut rng = Rng(7);
     // 0, 1: the device's kernels (with and without subgroups); 2: the GPU kernels (one-token
     // batches through attention_decode.wgsl); 3: the same with the tiled kernel for one token too;
-    // 4: the GPU kernels at a head dim of 132 (attention_decode's threads take 3 dims, the last
-    // partly).
+    // 4: the GPU kernels at a head dim of 132 (attention_decode: 33 groups of 4 dims, one key
+    // group of 64 keys).
     for variant in 0..5 {
         let mut gpu = base.clone();
         let t = gpu.tuning_mut();
@@ -339,7 +339,8 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &m
 /// RoPE + KV write + attention as the forward pass records them, one token (decoding) and three:
 /// with the decode fusions on the GPU kernels, a one-token batch's RoPE and cache write run
 /// inside `attention_decode.wgsl` (`attention::fuses_rope`); without them `rope_kv` does them.
-/// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132.
+/// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132
+/// (5 and 33 groups of 4 dims: key groups that do not divide 64), up to 131 keys (3 chunks of 64).
 #[test]
 fn rope_attention() {
     let base = gpu(false);
@@ -350,7 +351,7 @@ fn rope_attention() {
         t.cpu = false;
         t.fuse = Some(variant == 0);
         for n in [1, 3] {
-            for pos0 in [0, 45] {
+            for pos0 in [0, 45, 130] {
                 let cfg = Config { kv: kv_type, head_dim, ..attention_config(pos0 + n + 3) };
                 let fused = attention::fuses_rope(&gpu, &cfg) && n == 1;
                 assert_eq!(attention::fuses_rope(&gpu, &cfg), variant == 0, "the decode fusions decide");
