@@ -341,21 +341,7 @@ impl Llama {
             let last = first as usize + part.len() == tokens.len();
             let batch = self.plan(part.len() as u32, start_pos + first, all_logits);
             self.write_inputs(&batch, part);
-            let mut enc = self.gpu.device.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                self.program.record(&mut pass, &batch);
-                if last && matches!(readout, Readout::TopK(_)) {
-                    self.topk.record(&mut pass);
-                }
-            }
-            match readout {
-                Readout::All => enc.copy_buffer_to_buffer(&self.logits, 0, &readback, first as u64 * row, part.len() as u64 * row),
-                Readout::Last if last => enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, row),
-                Readout::TopK(k) if last => enc.copy_buffer_to_buffer(&self.topk.out, 0, &readback, 0, k as u64 * 8),
-                _ => {}
-            }
-            self.gpu.queue.submit([enc.finish()]);
+            self.gpu.queue.submit([self.encode(&batch, readout, &readback, first, last)]);
         }
         let end = start_pos + tokens.len() as u32;
         self.filled.set(end);
@@ -382,23 +368,33 @@ impl Llama {
         #[cfg(not(target_arch = "wasm32"))]
         let t = std::time::Instant::now();
         let batch = self.plan(1, pos, false);
+        let readback = self.readback(if let Readout::TopK(_) = readout { TOP_K_BYTES } else { self.config.vocab as u64 * 4 });
+        let commands = self.encode(&batch, readout, &readback, 0, true);
+        *self.next.borrow_mut() = Some(Prepared { pos, readout, commands, readback });
+        #[cfg(not(target_arch = "wasm32"))]
+        self.prepare_s.set(self.prepare_s.get() + t.elapsed().as_secs_f64());
+    }
+
+    /// One batch's commands: the forward pass, then what `readout` reads back into `readback`:
+    /// every row (the batch's rows from token `first` of the call on), or on the call's `last`
+    /// batch the last row or the top k.
+    fn encode(&self, batch: &Batch, readout: Readout, readback: &wgpu::Buffer, first: u32, last: bool) -> wgpu::CommandBuffer {
         let row = self.config.vocab as u64 * 4;
-        let readback = self.readback(if let Readout::TopK(_) = readout { TOP_K_BYTES } else { row });
         let mut enc = self.gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            self.program.record(&mut pass, &batch);
-            if let Readout::TopK(_) = readout {
+            self.program.record(&mut pass, batch);
+            if last && matches!(readout, Readout::TopK(_)) {
                 self.topk.record(&mut pass);
             }
         }
         match readout {
-            Readout::TopK(k) => enc.copy_buffer_to_buffer(&self.topk.out, 0, &readback, 0, k as u64 * 8),
-            _ => enc.copy_buffer_to_buffer(&self.logits, 0, &readback, 0, row),
+            Readout::All => enc.copy_buffer_to_buffer(&self.logits, 0, readback, first as u64 * row, batch.n_tokens as u64 * row),
+            Readout::Last if last => enc.copy_buffer_to_buffer(&self.logits, 0, readback, 0, row),
+            Readout::TopK(k) if last => enc.copy_buffer_to_buffer(&self.topk.out, 0, readback, 0, k as u64 * 8),
+            _ => {}
         }
-        *self.next.borrow_mut() = Some(Prepared { pos, readout, commands: enc.finish(), readback });
-        #[cfg(not(target_arch = "wasm32"))]
-        self.prepare_s.set(self.prepare_s.get() + t.elapsed().as_secs_f64());
+        enc.finish()
     }
 
     /// CPU seconds spent so far recording one-token steps ahead of their calls (natively; 0 in
@@ -467,13 +463,7 @@ impl Llama {
         }
         let batch = self.plan(n, pos0, false);
         let count = self.program.dispatches(&batch).len() as u32 * 2;
-        let queries = self.gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("profile"), ty: wgpu::QueryType::Timestamp, count });
-        let resolve = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("profile timestamps"),
-            size: count as u64 * 8,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
+        let (queries, resolve) = self.timestamps(count);
         self.write_inputs(&batch, &tokens);
         let mut enc = self.gpu.device.create_command_encoder(&Default::default());
         let list = self.program.record_timed(&mut enc, &batch, &queries);
@@ -487,13 +477,7 @@ impl Llama {
         let list =
             list.iter().enumerate().map(|(i, d)| (d.variant.key.label(), ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period, d.bytes)).collect();
         // The same batch in one pass.
-        let queries = self.gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("profile pass"), ty: wgpu::QueryType::Timestamp, count: 2 });
-        let resolve = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("profile pass timestamps"),
-            size: 16,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
+        let (queries, resolve) = self.timestamps(2);
         let mut runs = Vec::new();
         for _ in 0..5 {
             let mut enc = self.gpu.device.create_command_encoder(&Default::default());
@@ -512,6 +496,18 @@ impl Llama {
         queries.destroy();
         runs.sort_by(f64::total_cmp);
         Ok(Some((list, runs[2])))
+    }
+
+    /// `count` timestamp queries and the buffer they resolve into (the profiler's).
+    fn timestamps(&self, count: u32) -> (wgpu::QuerySet, wgpu::Buffer) {
+        let queries = self.gpu.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("profile"), ty: wgpu::QueryType::Timestamp, count });
+        let resolve = self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("profile timestamps"),
+            size: count as u64 * 8,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        (queries, resolve)
     }
 
     /// Gives a read (and unmapped) readback buffer back to the pool (a few one-row and top-k

@@ -30,6 +30,8 @@ pub struct TopK {
     /// `[MAX_TOP_K]` of `(id, f32 bits)`: the result, best first.
     pub out: wgpu::Buffer,
     vocab: u32,
+    /// The k the stages' parameters hold (0: none written yet).
+    k: std::cell::Cell<u32>,
 }
 
 impl TopK {
@@ -44,7 +46,7 @@ impl TopK {
             (b.variant(key, &[&params, logits, &cand, &out]), params, workgroups)
         };
         let stages = [stage(b, 1, slices), stage(b, 2, 1)];
-        TopK { stages, out, vocab }
+        TopK { stages, out, vocab, k: std::cell::Cell::new(0) }
     }
 
     /// Checks `k`: 1 ..= min([`MAX_TOP_K`], vocab).
@@ -55,8 +57,12 @@ impl TopK {
         Ok(())
     }
 
-    /// Writes the parameters for `k` (queued before the pass that [`TopK::record`]s).
+    /// Writes the parameters for `k` (queued before the pass that [`TopK::record`]s), unless they
+    /// hold it already (a decode loop asks for the same k every token).
     pub fn set_k(&self, queue: &wgpu::Queue, k: u32) {
+        if self.k.replace(k) == k {
+            return;
+        }
         let slices = self.vocab.div_ceil(SLICE);
         queue.write_buffer(&self.stages[0].1, 0, bytemuck::bytes_of(&TopKParams { n: self.vocab, k, stage: 1, pad: 0 }));
         queue.write_buffer(&self.stages[1].1, 0, bytemuck::bytes_of(&TopKParams { n: slices * k, k, stage: 2, pad: 0 }));
