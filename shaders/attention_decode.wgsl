@@ -18,8 +18,11 @@
 // cache: IEEE halves two per u32).
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
-// (k rotated), and the workgroup whose split holds the token writes them into the cache (no
+// (k rotated; its thread rescores it, and its value is added once after the keys, with weight 0
+// in the loop), and the workgroup whose split holds the token writes them into the cache (no
 // other reads that slot, so this needs no ordering). Binding 7: rope_kv's cos/sin table.
+// With `SG` (a subgroup size dividing 64), step 2's max and sum are subgroup operations, then
+// one exchange in workgroup memory, instead of 6-level trees.
 // Bindings as attention.wgsl's. Grid (1, n_kv, splits).
 struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, rot: u32, _b: u32, _c: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
@@ -60,7 +63,10 @@ var<workgroup> S: array<array<f32, 64>, G>; // scores, then softmax weights, of 
 // exactly (with more than 64 dim groups, one key group and DPT dim groups per thread).
 const NDG: u32 = HD / 4u;
 const KPG: u32 = 64u / KG;
-var<workgroup> O: array<array<vec4<f32>, 64>, G>; // the trees of step 2 (x), the key groups' sums at the end
+var<workgroup> O: array<array<vec4<f32>, 64>, G>; // the trees of step 2 (x, y), the key groups' sums at the end
+//@if ROPE
+var<workgroup> OWN: array<f32, G>; // the token's own key's weights (ROPE)
+//@end
 
 // Key-cache elements 4i .. 4i + 4.
 fn key4(i: u32) -> vec4<f32> {
@@ -143,15 +149,39 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let kbase = min(key, kend - 1u) * (kvd / 4u) + kvh * (HD / 4u);
     var s: array<f32, G>;
     for (var i = 0u; i < HD / 4u; i++) {
-      var k = key4(kbase + i);
-//@if ROPE
-      if (key == st.pos0) { k = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0); }
-//@end
+      let k = key4(kbase + i);
       for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * (HD / 4u) + i], k); }
     }
+//@if ROPE
+    // The token's own key is not in the cache yet: its one thread scores it again from qkv
+    // (a branch once per chunk, not a compare per load).
+    let own = key == st.pos0;
+    if (own) {
+      for (var g = 0u; g < G; g++) { s[g] = 0.0; }
+      for (var i = 0u; i < HD / 4u; i++) {
+        let k = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
+        for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * (HD / 4u) + i], k); }
+      }
+    }
+//@end
     // 2. The chunk's max per head (a tree over the threads' keys, in O's x), folded into each
     // head's state; key j's weights, and their sum (another tree). A loop over the 64 scores
     // in every thread instead waits on workgroup memory 64 times per head.
+    // With subgroups (SG lanes, a 1-D workgroup split into runs of SG consecutive threads):
+    // each subgroup's max and sum by subgroup operations, then the 64 / SG of them in O.
+    var chunk_max: array<f32, G>;
+//@if SG
+    for (var g = 0u; g < G; g++) {
+      let mx = subgroupMax(select(NEG, s[g], key < kend));
+      if (j % SG == 0u) { O[g][j / SG].x = mx; }
+    }
+    workgroupBarrier();
+    for (var g = 0u; g < G; g++) {
+      chunk_max[g] = O[g][0].x;
+      for (var i = 1u; i < 64u / SG; i++) { chunk_max[g] = max(chunk_max[g], O[g][i].x); }
+    }
+//@end
+//@if !SG
     for (var g = 0u; g < G; g++) { O[g][j].x = select(NEG, s[g], key < kend); }
     workgroupBarrier();
     for (var h = 32u; h > 0u; h >>= 1u) {
@@ -160,15 +190,34 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
       workgroupBarrier();
     }
+    for (var g = 0u; g < G; g++) { chunk_max[g] = O[g][0].x; }
+//@end
     var corr: array<f32, G>;
     var w: array<f32, G>;
     for (var g = 0u; g < G; g++) {
-      let mx = max(m[g], O[g][0].x);
+      let mx = max(m[g], chunk_max[g]);
       corr[g] = exp(m[g] - mx);
       m[g] = mx;
       w[g] = select(0.0, exp(s[g] - mx), key < kend);
       S[g][j] = w[g];
+//@if ROPE
+      // The own key's value comes from qkv after step 3's loop (weight 0 in it).
+      if (own) { S[g][j] = 0.0; OWN[g] = w[g]; }
+//@end
     }
+    var chunk_sum: array<f32, G>;
+//@if SG
+    // (O's y: other threads may still read the maxima in x.)
+    for (var g = 0u; g < G; g++) {
+      let sw = subgroupAdd(w[g]);
+      if (j % SG == 0u) { O[g][j / SG].y = sw; }
+    }
+    workgroupBarrier();
+    for (var g = 0u; g < G; g++) {
+      for (var i = 0u; i < 64u / SG; i++) { chunk_sum[g] += O[g][i].y; }
+    }
+//@end
+//@if !SG
     workgroupBarrier();
     for (var g = 0u; g < G; g++) { O[g][j].x = w[g]; }
     workgroupBarrier();
@@ -178,11 +227,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
       workgroupBarrier();
     }
+    for (var g = 0u; g < G; g++) { chunk_sum[g] = O[g][0].x; }
+//@end
     // 3. The weighted value rows into this thread's dims, 8 keys' loads in flight at a time (a
     // loop of dependent loads would wait on memory once per key). Keys past the split's end
     // read its last key and weigh 0.
     for (var g = 0u; g < G; g++) {
-      lsum[g] = lsum[g] * corr[g] + O[g][0].x;
+      lsum[g] = lsum[g] * corr[g] + chunk_sum[g];
       for (var t = 0u; t < DPT; t++) { acc[g][t] *= corr[g]; }
     }
     let last = kend - 1u - kb;
@@ -194,9 +245,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         var v: array<vec4<f32>, 8>;
         for (var u = 0u; u < 8u; u++) {
           v[u] = value4(vo + min(i + u, last) * (kvd / 4u));
-//@if ROPE
-          if (kb + min(i + u, last) == st.pos0) { v[u] = qkv4(vnew + 4u * dg); }
-//@end
         }
         for (var u = 0u; u < 8u; u++) {
           // Past the group's keys (KPG not a multiple of 8): weight 0.
@@ -207,6 +255,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     workgroupBarrier();
   }
+//@if ROPE
+  // The token's own value (the last key of the split that holds it), from qkv: key group 0 adds it.
+  if (kbeg <= st.pos0 && st.pos0 < kend && kg == 0u) {
+    for (var t = 0u; t < DPT; t++) {
+      let v = qkv4(vnew + 4u * min(j % NDG + 64u * t, NDG - 1u));
+      for (var g = 0u; g < G; g++) { acc[g][t] += OWN[g] * v; }
+    }
+  }
+//@end
   // The key groups' sums: group 0's threads add the others'.
   for (var t = 0u; t < DPT; t++) {
     if (KG > 1u) {

@@ -12,6 +12,10 @@
 // The `//@for` blocks are unrolled at compose time (kernels::unroll) into named registers: the
 // drivers' compilers keep a private array indexed in a loop in memory when they do not unroll it.
 //
+// LANES: the lanes of a row summed by subgroup shuffles (SG > 0), else 1; the rest of the TPR
+// partial sums are added in workgroup memory.
+const LANES: u32 = select(1u, min(TPR, SG), SG > 0u);
+
 // Decode fusions (linear::Fuse), so that a decoded token needs fewer dispatches:
 // NORM = 1: X holds the raw residual stream and NW the RMSNorm weights; the kernel computes
 //   (W (x * nw)) / sqrt(mean(x^2) + eps), the sum of squares taken from the same loads of x
@@ -130,6 +134,25 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
 //@end
   }
+//@if SG
+  // With subgroups (SG lanes, fixed): the row's lanes within one subgroup first, by butterfly
+  // shuffles, so that every lane holds their sum; workgroup memory then only joins the row's
+  // TPR / SG subgroups (no barrier at all when TPR <= SG). Lane = l.x % SG: a 1-D workgroup of
+  // whole subgroups is split into consecutive runs of SG invocations (as drivers lay them out).
+  for (var h = LANES / 2u; h > 0u; h >>= 1u) {
+//@for k < NT
+//@if NORM
+    ss_$k += subgroupShuffleXor(ss_$k, h);
+//@end
+//@for i < RPT
+    s_$k_$i += subgroupShuffleXor(s_$k_$i, h);
+//@if GLU
+    u_$k_$i += subgroupShuffleXor(u_$k_$i, h);
+//@end
+//@end
+//@end
+  }
+//@end
 //@for k < NT
 //@for i < RPT
   part[l.x][$ku * RPT + $iu] = s_$k_$i;
@@ -141,8 +164,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   part_ss[l.x][$ku] = ss_$k;
 //@end
 //@end
-  workgroupBarrier();
-  for (var h = TPR / 2u; h > 0u; h >>= 1u) {
+  if (TPR > LANES) { workgroupBarrier(); }
+  for (var h = TPR / 2u; h >= LANES; h >>= 1u) {
     if (t < h) {
       for (var k = 0u; k < NT * RPT; k++) {
         part[l.x][k] += part[l.x + h][k];

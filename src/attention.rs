@@ -122,7 +122,7 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
 /// [`crate::gpu::Tuning::decode_attention`] is off.
 pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     let g = cfg.n_heads / cfg.n_kv_heads;
-    let shared = g * (4 * cfg.head_dim + 64 * 4 + 64 * 16);
+    let shared = g * (4 * cfg.head_dim + 64 * 4 + 64 * 16 + 4);
     gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && shared <= gpu.limits().max_compute_workgroup_storage_size
 }
 
@@ -194,7 +194,8 @@ impl Builder<'_> {
         });
         // One-token batches on GPUs: the decode kernel.
         let one = decode_kernel(self.gpu, cfg).then(|| {
-            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, kv_f16: cfg.kv == KvType::F16, rope: io.rope.is_some() };
+            let sg = Some(self.gpu.tuning().reduce_subgroup).filter(|&s| s > 0 && 64 % s == 0).unwrap_or(0);
+            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, kv_f16: cfg.kv == KvType::F16, rope: io.rope.is_some(), sg };
             let mut with_rope = bufs.to_vec();
             with_rope.extend(io.rope);
             variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &with_rope));

@@ -20,6 +20,8 @@ pub struct Tuning {
     pub rpt: Option<u32>,
     /// Forced weights per span of the matrix-vector kernel (else [`crate::linear::span`]).
     pub span: Option<u32>,
+    /// Forced spans per step of the matrix-vector kernel (else [`crate::linear::spans_per_step`]).
+    pub unroll: Option<u32>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
     pub decode_attention: Option<bool>,
@@ -48,6 +50,12 @@ pub struct Tuning {
     /// The subgroup size the CPU kernels are compiled for, sharing loads across a subgroup's
     /// lanes (the device's fixed size, [`Gpu::subgroup_size`], by default), or 0: none.
     pub cpu_subgroup: u32,
+    /// The subgroup size the GPU kernels' reductions are compiled for, or 0: workgroup memory
+    /// only. `shaders/matvec.wgsl` adds a row's partial sums by butterfly shuffles within a
+    /// subgroup, then across the row's subgroups in workgroup memory; `attention_decode.wgsl`
+    /// takes its softmax max and sum the same way. The device's fixed size by default
+    /// ([`Gpu::subgroup_size`]).
+    pub reduce_subgroup: u32,
     /// Attention of batches beyond [`crate::attention::SPLIT_MAX_TOKENS`] tokens with the CPU
     /// kernel (`shaders/attention_cpu.wgsl`) when [`Tuning::cpu`] is set.
     pub cpu_attention: bool,
@@ -105,6 +113,7 @@ impl Gpu {
                 cpu,
                 tpr: None,
                 span: None,
+                unroll: None,
                 rpt: None,
                 fuse: None,
                 decode_attention: None,
@@ -116,6 +125,7 @@ impl Gpu {
                 cpu_tile: None,
                 cpu_attention: false,
                 cpu_subgroup: 0,
+                reduce_subgroup: 0,
                 checked_shaders: false,
             },
         };
@@ -141,6 +151,7 @@ impl Gpu {
         self.tuning.tile = self.default_tile();
         self.tuning.cpu_tile = cpu.then_some(CpuTile::DEFAULT);
         self.tuning.cpu_subgroup = self.subgroup.unwrap_or(0);
+        self.tuning.reduce_subgroup = self.subgroup.unwrap_or(0);
         self.tuning.cpu_attention = cpu;
     }
 

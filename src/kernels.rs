@@ -257,10 +257,15 @@ pub enum Geometry {
         rpt: u32,
         /// Weights a thread decodes at once (a multiple of 4): see `shaders/matvec.wgsl`.
         span: u32,
+        /// Spans a thread loads before using any (`UN` in `shaders/matvec.wgsl`).
+        un: u32,
         /// RMSNorm fused in (the input is the raw residual stream).
         norm: bool,
         /// SwiGLU fused in (the matrix is `[gate; up]`).
         glu: bool,
+        /// The subgroup size a row's partial sums are added with (subgroup shuffles; the
+        /// device's, fixed), or 0: workgroup memory only (matvec only).
+        sg: u32,
     },
     /// The matrix-matrix kernel's tile.
     Tile(Tile),
@@ -305,6 +310,9 @@ pub enum Geometry {
         kv_f16: bool,
         /// RoPE and the KV-cache write fused in (`rope_kv.wgsl`'s work for the token).
         rope: bool,
+        /// The subgroup size the softmax max and sum are reduced with (a divisor of 64; the
+        /// device's, fixed), or 0: trees in workgroup memory.
+        sg: u32,
     },
     /// RoPE and the KV-cache write: the cache's element type.
     RopeKv {
@@ -327,7 +335,7 @@ pub struct PipelineKey {
 impl Geometry {
     /// `tpr` threads per row over `tokens` token vectors, spans of 4 weights, nothing fused.
     pub fn rows(tpr: u32, tokens: u32) -> Geometry {
-        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, norm: false, glu: false }
+        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, un: 4, norm: false, glu: false, sg: 0 }
     }
 }
 
@@ -350,7 +358,7 @@ impl PipelineKey {
         }
         match self.geometry {
             Geometry::Fixed => {}
-            Geometry::Rows { tpr, tokens, rpt, span, norm, glu } => {
+            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg } => {
                 s += &format!(" tpr{tpr} x{tokens}");
                 if rpt != 1 {
                     s += &format!(" r{rpt}");
@@ -358,18 +366,29 @@ impl PipelineKey {
                 if span != 4 {
                     s += &format!(" s{span}");
                 }
+                if un != (16 / span).max(1) {
+                    s += &format!(" u{un}");
+                }
                 if norm {
                     s += " +norm";
                 }
                 if glu {
                     s += " +glu";
                 }
+                if sg != 0 {
+                    s += &format!(" sg{sg}");
+                }
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
             Geometry::CpuTile(t) => s += &format!(" {t}"),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
-            Geometry::AttentionDecode { head_dim, group, rope, .. } => s += &format!(" hd{head_dim} g{group}{}", if rope { " +rope" } else { "" }),
+            Geometry::AttentionDecode { head_dim, group, rope, sg, .. } => {
+                s += &format!(" hd{head_dim} g{group}{}", if rope { " +rope" } else { "" });
+                if sg != 0 {
+                    s += &format!(" sg{sg}");
+                }
+            }
             Geometry::RopeKv { .. } => {}
         }
         if let Geometry::CpuAttention { kv_f16: true, .. }
@@ -419,26 +438,29 @@ pub fn compose(key: &PipelineKey) -> String {
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
-        Geometry::Rows { tpr, tokens, rpt, span, norm, glu } => {
-            let (ng, un) = (span / 4, (16 / span).max(1));
+        Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg } => {
+            let ng = span / 4;
             let wg = tpr.max(64);
             s += &format!(
                 "const WG: u32 = {wg}u;\nconst TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst RPT: u32 = {rpt}u;\nconst NT: u32 = {tokens}u;\n",
                 wg / tpr
             );
             s += &format!(
-                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {}u;\nconst GLU: u32 = {}u;\n",
+                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {}u;\nconst GLU: u32 = {}u;\nconst SG: u32 = {sg}u;\n",
                 norm as u32, glu as u32
             );
         }
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
         Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
-        Geometry::AttentionDecode { head_dim, group, .. } => {
+        Geometry::AttentionDecode { head_dim, group, sg, .. } => {
             // Key groups: the largest power of two of NDG-thread groups that fits 64 threads, so
             // that its groups of 64 / KG keys cover the 64 keys of a chunk exactly.
             let groups = (64 / (head_dim / 4).max(1)).max(1);
             let kg = 1u32 << (31 - groups.leading_zeros());
-            s += &format!("const HD: u32 = {head_dim}u;\nconst G: u32 = {group}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\n", head_dim.div_ceil(256))
+            s += &format!(
+                "const HD: u32 = {head_dim}u;\nconst G: u32 = {group}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\nconst SG: u32 = {sg}u;\n",
+                head_dim.div_ceil(256)
+            )
         }
         Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } => {
             for (name, v) in consts(key) {
@@ -463,14 +485,14 @@ pub fn compose(key: &PipelineKey) -> String {
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
-        Geometry::Rows { tokens, rpt, span, norm, glu, .. } => {
-            vec![("NT", tokens), ("RPT", rpt), ("UNG", (span / 4) * (16 / span).max(1)), ("NORM", norm as u32), ("GLU", glu as u32)]
+        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, .. } => {
+            vec![("NT", tokens), ("RPT", rpt), ("UNG", (span / 4) * un), ("NORM", norm as u32), ("GLU", glu as u32), ("SG", sg)]
         }
         Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, kv_f16 } => {
             vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup), ("KV16", kv_f16 as u32)]
         }
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
-        Geometry::AttentionDecode { kv_f16, rope, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32)],
+        Geometry::AttentionDecode { kv_f16, rope, sg, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg)],
         Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
         _ => vec![],
     }

@@ -98,6 +98,12 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
     }
 }
 
+/// Spans a matrix-vector thread loads before it uses any (`UN` in `shaders/matvec.wgsl`): enough
+/// for 16 weights (`16 / span`, at least 1); [`crate::gpu::Tuning::unroll`] overrides.
+pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
+    gpu.tuning().unroll.unwrap_or((16 / span).max(1))
+}
+
 /// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
 /// accumulators would outgrow workgroup memory): each load of the activations then serves that
 /// many rows, and a thread keeps that many more weight loads in flight. 2 on a GPU, 4 on CPU
@@ -180,7 +186,8 @@ impl Builder<'_> {
             self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
         // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
-        let (span, rpt) = (span(self.gpu, w.ty), rows_per_thread(self.gpu));
+        let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
+        let un = spans_per_step(self.gpu, span);
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -202,7 +209,7 @@ impl Builder<'_> {
             mv_bufs.extend(norm.map(|n| n.1));
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
-            let rows_geometry = |tpr, tokens, rpt| Geometry::Rows { tpr, tokens, rpt, span, norm: norm.is_some(), glu };
+            let rows_geometry = |tpr, tokens, rpt| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg };
             let mut variants = vec![
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt)), &mv_bufs),
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1)), &mv_bufs),
@@ -247,7 +254,8 @@ impl Builder<'_> {
         let first = self.program.ops.len();
         let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
         let norm = norm.filter(|_| fused);
-        let (span, rpt) = (span(self.gpu, w.ty), rows_per_thread(self.gpu));
+        let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
+        let un = spans_per_step(self.gpu, span);
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -264,7 +272,7 @@ impl Builder<'_> {
             let step = self.step.clone();
             let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
             bufs.extend(norm.map(|n| n.1));
-            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, norm: norm.is_some(), glu: false };
+            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg };
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
             let last_index = op.variants.len();

@@ -404,20 +404,33 @@ impl Weights {
             tr.done(&t);
             Ok(b)
         };
-        // Several projections reading the same input, one [a | b | ...] output vector.
+        // Several projections reading the same input, one [a | b | ...] output vector: each run of
+        // neighbours of one type as one matrix where it can be (one dispatch instead of several;
+        // a Q4_K_M file's q and k are Q4_K while its v may be Q6_K), else tensor by tensor.
         let group = |ld: &mut Loader, tr: &mut Tracker, label: &str, parts: &[(String, u32)], cols: u32| -> Result<Vec<(Matrix, u32)>> {
             let infos = parts.iter().map(|(n, _)| tr.info(n)).collect::<Result<Vec<_>>>()?;
             let with_rows: Vec<(&TensorInfo, u32)> = infos.iter().zip(parts).map(|(t, (_, r))| (t, *r)).collect();
-            if let Some(m) = ld.fused(label, infos[0].ggml_type, &with_rows, cols)? {
-                infos.iter().for_each(|t| tr.done(t));
-                return Ok(vec![(m, 0)]);
-            }
             let mut out = Vec::new();
-            let mut row0 = 0;
-            for (t, (name, rows)) in infos.iter().zip(parts) {
-                out.push((ld.matrix(name, t.ggml_type, t.offset, *rows, cols)?, row0));
-                tr.done(t);
-                row0 += rows;
+            let (mut i, mut row0) = (0, 0);
+            while i < with_rows.len() {
+                let ty = with_rows[i].0.ggml_type;
+                let n = with_rows[i..].iter().take_while(|(t, _)| t.ggml_type == ty).count();
+                let run = &with_rows[i..i + n];
+                let rows: u32 = run.iter().map(|r| r.1).sum();
+                let whole = if n == parts.len() { label.to_string() } else { format!("{label}[{i}..{}]", i + n) };
+                let fused = if n > 1 { ld.fused(&whole, ty, run, cols)? } else { None };
+                match fused {
+                    Some(m) => out.push((m, row0)),
+                    None => {
+                        let mut r0 = row0;
+                        for ((t, rows), (name, _)) in run.iter().zip(&parts[i..i + n]) {
+                            out.push((ld.matrix(name, t.ggml_type, t.offset, *rows, cols)?, r0));
+                            r0 += rows;
+                        }
+                    }
+                }
+                run.iter().for_each(|(t, _)| tr.done(t));
+                (i, row0) = (i + n, row0 + rows);
             }
             Ok(out)
         };

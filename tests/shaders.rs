@@ -27,10 +27,12 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::rows(1, 1),
                 Geometry::rows(16, 1),
                 Geometry::rows(64, 8),
-                Geometry::Rows { tpr: 64, tokens: 1, rpt: 4, span: 32, norm: true, glu: false },
-                Geometry::Rows { tpr: 256, tokens: 1, rpt: 2, span: 8, norm: true, glu: true },
-                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 12, norm: false, glu: true },
-                Geometry::Rows { tpr: 1, tokens: 8, rpt: 3, span: 8, norm: true, glu: true },
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 4, span: 32, un: 1, norm: true, glu: false, sg: 0 },
+                Geometry::Rows { tpr: 256, tokens: 1, rpt: 2, span: 8, un: 2, norm: true, glu: true, sg: 0 },
+                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 12, un: 1, norm: false, glu: true, sg: 0 },
+                Geometry::Rows { tpr: 1, tokens: 8, rpt: 3, span: 8, un: 2, norm: true, glu: true, sg: 0 },
+                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 2, norm: true, glu: true, sg: 32 },
+                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 8, un: 2, norm: true, glu: false, sg: 32 },
             ],
             Kernel::MatvecExp | Kernel::MoeDown => vec![Geometry::rows(1, 1), Geometry::rows(16, 1), Geometry::rows(64, 8)],
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
@@ -50,10 +52,11 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 })
                 .collect(),
             Kernel::AttentionDecode => vec![
-                Geometry::AttentionDecode { head_dim: 64, group: 4, kv_f16: false, rope: false },
-                Geometry::AttentionDecode { head_dim: 132, group: 3, kv_f16: true, rope: true },
-                Geometry::AttentionDecode { head_dim: 20, group: 1, kv_f16: false, rope: true },
-                Geometry::AttentionDecode { head_dim: 260, group: 2, kv_f16: true, rope: false },
+                Geometry::AttentionDecode { head_dim: 64, group: 4, kv_f16: false, rope: false, sg: 0 },
+                Geometry::AttentionDecode { head_dim: 132, group: 3, kv_f16: true, rope: true, sg: 0 },
+                Geometry::AttentionDecode { head_dim: 20, group: 1, kv_f16: false, rope: true, sg: 32 },
+                Geometry::AttentionDecode { head_dim: 260, group: 2, kv_f16: true, rope: false, sg: 8 },
+                Geometry::AttentionDecode { head_dim: 128, group: 4, kv_f16: false, rope: true, sg: 32 },
             ],
             Kernel::Attention => [false, true]
                 .into_iter()

@@ -11,7 +11,8 @@
 //   BLOCK_ELEMS, BLOCK_BYTES: a row of `cols` weights is cols / BLOCK_ELEMS blocks of BLOCK_BYTES;
 //   CHUNK: weights a matvec thread takes per step (a multiple of 4; a block, or the span over
 //     which a block's bytes and scales are shared, so that one step loads each byte once);
-//   GROUP: weights that share a scale (a power of two; 4 where nothing is shared);
+//   GROUP: weights that share a scale, or other decoding work such as word loads (a power of
+//     two; 4 where nothing is shared);
 //   dq4s(rb, cb, o): weights cb + o .. cb + o + 4 (cb + o a multiple of 4) of the row starting at
 //     byte rb of W, where cb and cb + o lie in the same GROUP: what depends on the group (its
 //     block, its scale) comes from cb alone, so that the calls of a span that share cb share that
@@ -24,6 +25,15 @@
 fn ld(b: u32) -> u32 {
   let w = b >> 2u;
   let sh = (b & 2u) << 3u; // 0 or 16
+  return (W[w] >> sh) | ((W[w + 1u] << 16u) << (16u - sh));
+}
+
+// `ld(x + o)` for o a multiple of 4, with the word index split as (x >> 2) + (o >> 2): the calls
+// of one span share x and differ in a literal o, so the compiler sees that word k + 1 of one call
+// is word k of the next and loads it once (a span of n words: n + 1 loads instead of 2n).
+fn ld2(x: u32, o: u32) -> u32 {
+  let w = (x >> 2u) + (o >> 2u);
+  let sh = (x & 2u) << 3u;
   return (W[w] >> sh) | ((W[w + 1u] << 16u) << (16u - sh));
 }
 

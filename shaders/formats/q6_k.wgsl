@@ -16,8 +16,8 @@ fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let n = e >> 7u;
   let k = (e >> 5u) & 3u;
   let l = e & 31u;
-  let ql = bytes4(ld(bb + 64u * n + l + o + 32u * (k & 1u)), 4u * (k >> 1u)) & vec4<u32>(15u);
-  let qh = bytes4(ld(bb + 128u + 32u * n + l + o), 2u * k) & vec4<u32>(3u);
+  let ql = bytes4(ld2(bb + 64u * n + l + 32u * (k & 1u), o), 4u * (k >> 1u)) & vec4<u32>(15u);
+  let qh = bytes4(ld2(bb + 128u + 32u * n + l, o), 2u * k) & vec4<u32>(3u);
   let sc = (i32(b8(bb + 192u + 8u * n + (l >> 4u) + 2u * k)) << 24u) >> 24u;
   return (half(h16(bb + 208u)) * f32(sc)) * (vec4<f32>(ql | (qh << vec4<u32>(4u))) - 32.0);
 }

@@ -8,6 +8,6 @@ const CHUNK: u32 = 32u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let bb = rb + 34u * (cb >> 5u);
-  let q = (vec4<i32>(bitcast<i32>(ld(bb + 2u + (cb & 31u) + o))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+  let q = (vec4<i32>(bitcast<i32>(ld2(bb + 2u + (cb & 31u), o))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
   return vec4<f32>(q) * half(h16(bb));
 }

@@ -137,6 +137,9 @@ mod cli {
         /// Rows per thread of the one-token matrix-vector kernel: 1 to 8 (default: by device).
         #[arg(long)]
         rpt: Option<u32>,
+        /// Spans a matrix-vector thread loads before using any: 1 to 8 (default: 16 weights' worth).
+        #[arg(long)]
+        unroll: Option<u32>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
@@ -156,6 +159,10 @@ mod cli {
         /// On CPU adapters, compile the CPU kernels without subgroups.
         #[arg(long)]
         no_cpu_subgroups: bool,
+        /// Reduce in workgroup memory only, not with subgroup operations (matrix-vector row sums,
+        /// the one-token attention's softmax; default: subgroups where the device has one size).
+        #[arg(long)]
+        no_reduce_subgroups: bool,
         /// On CPU adapters, use the GPU matrix-matrix and attention kernels for prefill too.
         #[arg(long)]
         no_cpu_kernels: bool,
@@ -190,6 +197,12 @@ mod cli {
                 }
                 t.span = Some(n);
             }
+            if let Some(n) = self.unroll {
+                if !(1..=8).contains(&n) {
+                    return Err(format!("--unroll {n}: expected 1 to 8").into());
+                }
+                t.unroll = Some(n);
+            }
             if let Some(n) = self.rpt {
                 if !(1..=8).contains(&n) {
                     return Err(format!("--rpt {n}: expected 1 to 8").into());
@@ -208,6 +221,9 @@ mod cli {
             }
             if self.no_cpu_subgroups {
                 t.cpu_subgroup = 0;
+            }
+            if self.no_reduce_subgroups {
+                t.reduce_subgroup = 0;
             }
             if self.no_cpu_kernels {
                 (t.cpu_tile, t.cpu_attention) = (None, false);
