@@ -26,3 +26,23 @@ fn store(i: u32, r: u32, v: f32) {
   let o = i * p.y_stride + p.y0 + r;
   if (p.accumulate != 0u) { Y[o] = Y[o] + v; } else { Y[o] = v; }
 }
+
+// The tiled kernels' loads (matmul, matmul_coop): weights c .. c + 4 of the row starting at byte
+// rb, and X elements xo .. xo + 4 (column c of a token's row), each zero past the row's end.
+fn w_run4(rb: u32, c: u32) -> vec4<f32> {
+  if (c + 4u <= p.cols) { return dq4(rb, c); }
+  var w = vec4<f32>(0.0);
+  for (var e = 0u; e < 4u; e++) {
+    if (c + e < p.cols) { w[e] = dequant(rb, c + e); }
+  }
+  return w;
+}
+
+fn x_run4(xo: u32, c: u32) -> vec4<f32> {
+  if (c + 4u <= p.cols && (p.x_stride & 3u) == 0u) { return X[xo >> 2u]; }
+  var x = vec4<f32>(0.0);
+  for (var e = 0u; e < 4u; e++) {
+    if (c + e < p.cols) { x[e] = x1(xo + e); }
+  }
+  return x;
+}

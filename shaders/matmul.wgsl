@@ -3,12 +3,34 @@
 // `const BM, BN, TM, TN` (rows and tokens per workgroup, per thread) and one formats/<type>.wgsl.
 // Each step over K = 32 columns: the workgroup decodes its BM x 32 weights once with the format's
 // dq4 into workgroup memory (exact f32, as ggml dequantises), loads the BN x 32 activations, and
-// each thread accumulates its TM x TN outputs from the two tiles. Grid: (rows / BM, tokens / BN).
+// each thread accumulates its TM x TN outputs from the two tiles, while its share of the next
+// step's tiles is loaded into registers. Grid: (rows / BM, tokens / BN).
 // Workgroup memory: (BM + BN) * 32 * 4 bytes (16 KiB for 64 x 64: WebGPU's default limit).
 const BK: u32 = 32u;
 const WG: u32 = (BM / TM) * (BN / TN);
 var<workgroup> Ws: array<vec4<f32>, BK * BM / 4u>; // [k][m / 4]
 var<workgroup> Xs: array<vec4<f32>, BK * BN / 4u>; // [k][n / 4]
+
+// Per thread and step: NW runs of 4 weights and NX runs of 4 activations (run i of the tile:
+// row or token i / 8, columns 4 (i % 8) ..; eight consecutive threads take one row's 32
+// weights, so that a load instruction reads a few rows' contiguous bytes).
+const NW: u32 = (BM * 8u + WG - 1u) / WG;
+const NX: u32 = (BN * 8u + WG - 1u) / WG;
+
+// Run i of the weight tile at column k0 (zero past the matrix).
+fn load_w(i: u32, k0: u32, m0: u32, row_bytes: u32) -> vec4<f32> {
+  let m = i / 8u;
+  if (i >= BM * 8u || m0 + m >= p.rows) { return vec4<f32>(0.0); }
+  return w_run4((m0 + m) * row_bytes, k0 + 4u * (i % 8u));
+}
+
+// Run i of the activation tile at column k0 (zero past the batch or the row).
+fn load_x(i: u32, k0: u32, n0: u32, b: vec2<u32>) -> vec4<f32> {
+  let n = i / 8u;
+  let c = k0 + 4u * (i % 8u);
+  if (i >= BN * 8u || n0 + n >= b.x) { return vec4<f32>(0.0); }
+  return x_run4((b.y + n0 + n) * p.x_stride + c, c);
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
@@ -19,45 +41,30 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let tn = l.x / (BM / TM); // tokens: n0 + tn * TN ..
   let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
   var acc: array<array<vec4<f32>, TN>, TM / 4u>;
+  // The next step's tiles are loaded into registers while this step's are multiplied (software
+  // pipelining): the loads' latency overlaps the arithmetic instead of stalling every step.
+  var wr: array<vec4<f32>, NW>;
+  var xr: array<vec4<f32>, NX>;
+  for (var r = 0u; r < NW; r++) { wr[r] = load_w(l.x + r * WG, 0u, m0, row_bytes); }
+  for (var r = 0u; r < NX; r++) { xr[r] = load_x(l.x + r * WG, 0u, n0, b); }
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
-    // Weights: BM rows x 8 runs of 4; eight consecutive threads take one row's 32 weights, so
-    // that a load instruction reads a few rows' contiguous bytes.
-    for (var i = l.x; i < BM * 8u; i += WG) {
-      let m = i / 8u;
-      let j = i % 8u;
-      let c = k0 + 4u * j;
-      var w = vec4<f32>(0.0);
-      if (m0 + m < p.rows) {
-        let rb = (m0 + m) * row_bytes;
-        if (c + 4u <= p.cols) {
-          w = dq4(rb, c);
-        } else {
-          for (var e = 0u; e < 4u; e++) {
-            if (c + e < p.cols) { w[e] = dequant(rb, c + e); }
-          }
-        }
+    for (var r = 0u; r < NW; r++) {
+      let i = l.x + r * WG;
+      if (i < BM * 8u) {
+        for (var e = 0u; e < 4u; e++) { Ws[(4u * (i % 8u) + e) * (BM / 4u) + (i / 32u)][(i / 8u) & 3u] = wr[r][e]; }
       }
-      for (var e = 0u; e < 4u; e++) { Ws[(4u * j + e) * (BM / 4u) + (m >> 2u)][m & 3u] = w[e]; }
     }
-    // Activations: BN tokens x 8 runs of 4.
-    for (var i = l.x; i < BN * 8u; i += WG) {
-      let n = i / 8u;
-      let j = i % 8u;
-      let c = k0 + 4u * j;
-      var x = vec4<f32>(0.0);
-      if (n0 + n < b.x) {
-        let xo = (b.y + n0 + n) * p.x_stride + c;
-        if (c + 4u <= p.cols && (p.x_stride & 3u) == 0u) {
-          x = X[xo >> 2u];
-        } else {
-          for (var e = 0u; e < 4u; e++) {
-            if (c + e < p.cols) { x[e] = x1(xo + e); }
-          }
-        }
+    for (var r = 0u; r < NX; r++) {
+      let i = l.x + r * WG;
+      if (i < BN * 8u) {
+        for (var e = 0u; e < 4u; e++) { Xs[(4u * (i % 8u) + e) * (BN / 4u) + (i / 32u)][(i / 8u) & 3u] = xr[r][e]; }
       }
-      for (var e = 0u; e < 4u; e++) { Xs[(4u * j + e) * (BN / 4u) + (n >> 2u)][n & 3u] = x[e]; }
     }
     workgroupBarrier();
+    if (k0 + BK < p.cols) {
+      for (var r = 0u; r < NW; r++) { wr[r] = load_w(l.x + r * WG, k0 + BK, m0, row_bytes); }
+      for (var r = 0u; r < NX; r++) { xr[r] = load_x(l.x + r * WG, k0 + BK, n0, b); }
+    }
     for (var k = 0u; k < BK; k++) {
       var a: array<vec4<f32>, TM / 4u>;
       for (var i = 0u; i < TM / 4u; i++) { a[i] = Ws[k * (BM / 4u) + tm * (TM / 4u) + i]; }

@@ -39,32 +39,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       let j = i / BM;
       let c = k0 + 4u * j;
       var w = vec4<f32>(0.0);
-      if (m0 + m < p.rows) {
-        let rb = (m0 + m) * row_bytes;
-        if (c + 4u <= p.cols) {
-          w = dq4(rb, c);
-        } else {
-          for (var e = 0u; e < 4u; e++) {
-            if (c + e < p.cols) { w[e] = dequant(rb, c + e); }
-          }
-        }
-      }
+      if (m0 + m < p.rows) { w = w_run4((m0 + m) * row_bytes, c); }
       let wo = m * BK + 4u * j;
       Ws[wo] = f16(w.x);
       Ws[wo + 1u] = f16(w.y);
       Ws[wo + 2u] = f16(w.z);
       Ws[wo + 3u] = f16(w.w);
       var x = vec4<f32>(0.0);
-      if (n0 + m < b.x) {
-        let xo = (b.y + n0 + m) * p.x_stride + c;
-        if (c + 4u <= p.cols && (p.x_stride & 3u) == 0u) {
-          x = X[xo >> 2u];
-        } else {
-          for (var e = 0u; e < 4u; e++) {
-            if (c + e < p.cols) { x[e] = x1(xo + e); }
-          }
-        }
-      }
+      if (n0 + m < b.x) { x = x_run4((b.y + n0 + m) * p.x_stride + c, c); }
       Xs[wo] = f16(x.x);
       Xs[wo + 1u] = f16(x.y);
       Xs[wo + 2u] = f16(x.z);

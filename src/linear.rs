@@ -99,7 +99,10 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
 }
 
 /// Spans a matrix-vector thread loads before it uses any (`UN` in `shaders/matvec.wgsl`): enough
-/// for 16 weights (`16 / span`, at least 1); [`crate::gpu::Tuning::unroll`] overrides.
+/// for 16 weights (`16 / span`, at least 1); [`crate::gpu::Tuning::unroll`] overrides. More
+/// holds more decoded vectors per thread: measured on an H200 (top-1 decode tok/s, 1 / 2 / 4
+/// spans): Llama-3.2-1B shape Q4_K_M (spans of 16) 609 / 361 / 322, Q8_0 (spans of 8) 718 /
+/// 710 / 599, F16 651 / 644 / 606; Llama-3-8B shape Q4_K_M 155 (1) / 138 / 91.
 pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
     gpu.tuning().unroll.unwrap_or((16 / span).max(1))
 }
@@ -111,7 +114,8 @@ pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
 /// 3.0-4.7 / 3.1 tok/s on this 2-core machine); [`crate::gpu::Tuning::rpt`] overrides. Measured on an H200 (decode tok/s with 1, 2
 /// and 4 rows per thread, spans of 8): Llama-3.2-1B shape Q8_0 477 / 487 / 448, Q4_K_M 330 /
 /// 336 / 238, F16 447 / 464 / 437; Llama-3-8B shape Q4_K_M 85.4 / 86.9 (spans of 4, 4 rows:
-/// 59.8).
+/// 59.8); with subgroup reductions and spans of 16, 8B Q4_K_M 129 / 155 / 144, and 1 row per
+/// thread for the SwiGLU matvec alone ([`crate::gpu::Tuning::rpt_glu`]) 142 against 151-158.
 pub fn rows_per_thread(gpu: &Gpu) -> u32 {
     gpu.tuning().rpt.unwrap_or(if gpu.is_cpu() { 4 } else { 2 })
 }
@@ -186,7 +190,8 @@ impl Builder<'_> {
             self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
         // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
-        let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
+        let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
+        let rpt = if glu { self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu)) } else { rows_per_thread(self.gpu) };
         let un = spans_per_step(self.gpu, span);
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);

@@ -340,21 +340,36 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &m
 /// with the decode fusions on the GPU kernels, a one-token batch's RoPE and cache write run
 /// inside `attention_decode.wgsl` (`attention::fuses_rope`); without them `rope_kv` does them.
 /// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132
-/// (5 and 33 groups of 4 dims: key groups that do not divide 64), up to 131 keys (3 chunks of 64).
+/// (5 and 33 groups of 4 dims: key groups that do not divide 64) and 64, with the softmax's
+/// reductions in subgroups where the device has them (variant 2: without), up to 131 keys (3
+/// chunks of 64).
 #[test]
 fn rope_attention() {
     let base = gpu(false);
     let mut rng = Rng(9);
-    for (variant, kv_type, head_dim) in [(0, KvType::F32, 20), (1, KvType::F32, 20), (0, KvType::F16, 132), (1, KvType::F16, 20), (0, KvType::F32, 132)] {
+    let cases = [
+        (0, KvType::F32, 20),
+        (1, KvType::F32, 20),
+        (0, KvType::F16, 132),
+        (1, KvType::F16, 20),
+        (0, KvType::F32, 132),
+        (0, KvType::F32, 64),
+        (0, KvType::F16, 64),
+        (2, KvType::F32, 64),
+    ];
+    for (variant, kv_type, head_dim) in cases {
         let mut gpu = base.clone();
         let t = gpu.tuning_mut();
         t.cpu = false;
-        t.fuse = Some(variant == 0);
+        t.fuse = Some(variant != 1);
+        if variant == 2 {
+            t.reduce_subgroup = 0;
+        }
         for n in [1, 3] {
             for pos0 in [0, 45, 130] {
                 let cfg = Config { kv: kv_type, head_dim, ..attention_config(pos0 + n + 3) };
                 let fused = attention::fuses_rope(&gpu, &cfg) && n == 1;
-                assert_eq!(attention::fuses_rope(&gpu, &cfg), variant == 0, "the decode fusions decide");
+                assert_eq!(attention::fuses_rope(&gpu, &cfg), variant != 1, "the decode fusions decide");
                 let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
                 let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
                 let cache = cfg.ctx as usize * kv;

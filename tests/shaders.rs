@@ -57,6 +57,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::AttentionDecode { head_dim: 20, group: 1, kv_f16: false, rope: true, sg: 32 },
                 Geometry::AttentionDecode { head_dim: 260, group: 2, kv_f16: true, rope: false, sg: 8 },
                 Geometry::AttentionDecode { head_dim: 128, group: 4, kv_f16: false, rope: true, sg: 32 },
+                Geometry::AttentionDecode { head_dim: 64, group: 8, kv_f16: true, rope: true, sg: 8 },
             ],
             Kernel::Attention => [false, true]
                 .into_iter()

@@ -137,6 +137,10 @@ mod cli {
         /// Rows per thread of the one-token matrix-vector kernel: 1 to 8 (default: by device).
         #[arg(long)]
         rpt: Option<u32>,
+        /// Rows per thread of the one-token matrix-vector kernel with SwiGLU fused: 1 to 8
+        /// (default: as --rpt).
+        #[arg(long)]
+        rpt_glu: Option<u32>,
         /// Spans a matrix-vector thread loads before using any: 1 to 8 (default: 16 weights' worth).
         #[arg(long)]
         unroll: Option<u32>,
@@ -196,6 +200,12 @@ mod cli {
                     return Err(format!("--span {n}: expected a multiple of 4 from 4 to 64").into());
                 }
                 t.span = Some(n);
+            }
+            if let Some(n) = self.rpt_glu {
+                if !(1..=8).contains(&n) {
+                    return Err(format!("--rpt-glu {n}: expected 1 to 8").into());
+                }
+                t.rpt_glu = Some(n);
             }
             if let Some(n) = self.unroll {
                 if !(1..=8).contains(&n) {
