@@ -14,15 +14,15 @@
 //      flight at a time (8 keys' value rows per wait on memory, not 1), and the KG groups'
 //      sums are added in workgroup memory once, at the end.
 // Composed with `const HD` (head dim, a multiple of 4), `G` (query heads per KV head), `DPT`
-// (4-dim groups per thread: HD / 256 rounded up), `KG` (key groups, below) and `KV16` (f16
-// cache: IEEE halves two per u32).
+// (4-dim groups per thread: HD / 256 rounded up), `KG` (key groups, below), `SG` (subgroup size
+// of step 2's reductions, 0: none), `KV16` (f16 cache: IEEE halves two per u32) and `ROPE`.
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
 // (k rotated; its thread rescores it, and its value is added once after the keys, with weight 0
 // in the loop), and the workgroup whose split holds the token writes them into the cache (no
 // other reads that slot, so this needs no ordering). Binding 7: rope_kv's cos/sin table.
-// With `SG` (a subgroup size dividing 64), step 2's max and sum are subgroup operations, then
-// one exchange in workgroup memory, instead of 6-level trees.
+// With `SG` (a subgroup size dividing 64, at least 2), step 2's max and sum are subgroup
+// operations, then one exchange in workgroup memory, instead of 6-level trees.
 // Bindings as attention.wgsl's. Grid (1, n_kv, splits).
 struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, rot: u32, _b: u32, _c: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
@@ -63,7 +63,7 @@ var<workgroup> S: array<array<f32, 64>, G>; // scores, then softmax weights, of 
 // exactly (with more than 64 dim groups, one key group and DPT dim groups per thread).
 const NDG: u32 = HD / 4u;
 const KPG: u32 = 64u / KG;
-var<workgroup> O: array<array<vec4<f32>, 64>, G>; // the trees of step 2 (x, y), the key groups' sums at the end
+var<workgroup> O: array<array<vec4<f32>, 64>, G>; // the trees of step 2 (x), the key groups' sums at the end
 //@if ROPE
 var<workgroup> OWN: array<f32, G>; // the token's own key's weights (ROPE)
 //@end
@@ -207,14 +207,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     var chunk_sum: array<f32, G>;
 //@if SG
-    // (O's y: other threads may still read the maxima in x.)
+    // (Slots 64 / SG on: other threads may still read the maxima in the first ones.)
     for (var g = 0u; g < G; g++) {
       let sw = subgroupAdd(w[g]);
-      if (j % SG == 0u) { O[g][j / SG].y = sw; }
+      if (j % SG == 0u) { O[g][64u / SG + j / SG].x = sw; }
     }
     workgroupBarrier();
     for (var g = 0u; g < G; g++) {
-      for (var i = 0u; i < 64u / SG; i++) { chunk_sum[g] += O[g][i].y; }
+      for (var i = 0u; i < 64u / SG; i++) { chunk_sum[g] += O[g][64u / SG + i].x; }
     }
 //@end
 //@if !SG
@@ -236,8 +236,18 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       lsum[g] = lsum[g] * corr[g] + chunk_sum[g];
       for (var t = 0u; t < DPT; t++) { acc[g][t] *= corr[g]; }
     }
-    let last = kend - 1u - kb;
-    for (var t = 0u; t < DPT; t++) {
+    var last = kend - 1u - kb;
+    var values = true;
+//@if ROPE
+    // The token's own key (the split's last, in its last chunk) is not in the cache yet: the
+    // reads stop before its slot (whatever it holds, even a non-finite leftover, stays out of
+    // the sums), and a chunk of that key alone reads no values.
+    if (kend - 1u == st.pos0 && last < 64u) {
+      values = last > 0u;
+      last = max(last, 1u) - 1u;
+    }
+//@end
+    for (var t = 0u; t < DPT && values; t++) {
       let dg = min(j % NDG + 64u * t, NDG - 1u);
       let vo = (kb * kvd + kvh * HD) / 4u + dg;
       let k0 = min(kg, KG - 1u) * KPG;

@@ -194,7 +194,7 @@ impl Builder<'_> {
         });
         // One-token batches on GPUs: the decode kernel.
         let one = decode_kernel(self.gpu, cfg).then(|| {
-            let sg = Some(self.gpu.tuning().reduce_subgroup).filter(|&s| s > 0 && 64 % s == 0).unwrap_or(0);
+            let sg = Some(self.gpu.tuning().reduce_subgroup).filter(|&s| s >= 2 && 64 % s == 0).unwrap_or(0);
             let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, kv_f16: cfg.kv == KvType::F16, rope: io.rope.is_some(), sg };
             let mut with_rope = bufs.to_vec();
             with_rope.extend(io.rope);

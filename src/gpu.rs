@@ -23,7 +23,8 @@ pub struct Tuning {
     /// Forced rows per thread of the one-token matrix-vector kernel with SwiGLU fused (each is a
     /// gate and an up row; else as the others).
     pub rpt_glu: Option<u32>,
-    /// Forced spans per step of the matrix-vector kernel (else [`crate::linear::spans_per_step`]).
+    /// Forced spans per step of the one-token matrix-vector kernel (else
+    /// [`crate::linear::spans_per_step`]).
     pub unroll: Option<u32>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).

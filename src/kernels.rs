@@ -310,8 +310,8 @@ pub enum Geometry {
         kv_f16: bool,
         /// RoPE and the KV-cache write fused in (`rope_kv.wgsl`'s work for the token).
         rope: bool,
-        /// The subgroup size the softmax max and sum are reduced with (a divisor of 64; the
-        /// device's, fixed), or 0: trees in workgroup memory.
+        /// The subgroup size the softmax max and sum are reduced with (a divisor of 64, at
+        /// least 2; the device's, fixed), or 0: trees in workgroup memory.
         sg: u32,
     },
     /// RoPE and the KV-cache write: the cache's element type.

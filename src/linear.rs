@@ -98,8 +98,9 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
     }
 }
 
-/// Spans a matrix-vector thread loads before it uses any (`UN` in `shaders/matvec.wgsl`): enough
-/// for 16 weights (`16 / span`, at least 1); [`crate::gpu::Tuning::unroll`] overrides. More
+/// Spans a one-token matrix-vector thread loads before it uses any (`UN` in
+/// `shaders/matvec.wgsl`; the multi-token form keeps the default): enough for 16 weights
+/// (`16 / span`, at least 1); [`crate::gpu::Tuning::unroll`] overrides. More
 /// holds more decoded vectors per thread: measured on an H200 (top-1 decode tok/s, 1 / 2 / 4
 /// spans): Llama-3.2-1B shape Q4_K_M (spans of 16) 609 / 361 / 322, Q8_0 (spans of 8) 718 /
 /// 710 / 599, F16 651 / 644 / 606; Llama-3-8B shape Q4_K_M 155 (1) / 138 / 91.
@@ -214,10 +215,10 @@ impl Builder<'_> {
             mv_bufs.extend(norm.map(|n| n.1));
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
-            let rows_geometry = |tpr, tokens, rpt| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg };
+            let rows_geometry = |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg };
             let mut variants = vec![
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt)), &mv_bufs),
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1)), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, (16 / span).max(1))), &mv_bufs),
                 if coop {
                     self.variant(PipelineKey::weights(Kernel::MatmulCoop, w.ty, Geometry::Fixed), &bufs)
                 } else {

@@ -172,8 +172,9 @@ pub struct Layer {
     /// RMSNorm weight before attention, `[d]`.
     pub attn_norm: wgpu::Buffer,
     /// The q `[q_dim][d]`, k and v `[kv_dim][d]` projections, writing one `[q | k | v]` vector:
-    /// one matrix when the three share a type (their rows uploaded back to back, so one dispatch
-    /// serves all three), else three, each with its first output row.
+    /// one matrix per run of neighbours of one type (their rows uploaded back to back, so one
+    /// dispatch serves the run: all three, or q and k of a Q4_K_M file whose v is Q6_K), each
+    /// with its first output row.
     pub qkv: Vec<(Matrix, u32)>,
     /// The output projection `[d][q_dim]`.
     pub o: Matrix,

@@ -193,10 +193,11 @@ const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 
 /// `base` with the kernel variant `v`: 0 the GPU policy (coalescing, 4 to 64 threads per row by
 /// width), 1 the CPU policy (a row per thread; `matmul_cpu` beyond 8 tokens, with subgroups
-/// where the device has them), 2 the GPU policy with forced shapes cycling with `i` through
-/// [`TPRS`], through spans of 8, 16 and 12 weights (within and across the formats' scale
-/// groups: `dq4s` and `dq4`) and 1 to 3 spans per step, every other cycle of [`TPRS`] adding a row's partial sums with
-/// subgroup shuffles where the device has subgroups of one size (else in workgroup memory), 3 the tiled
+/// where the device has them), 2 the GPU policy with forced shapes cycling with `i / 6` (`i`
+/// steps by 6 between this variant's calls) through [`TPRS`] and spans of 8, 16 and 12 weights
+/// (within and across the formats' scale groups: `dq4s` and `dq4`), 1 to 3 spans per step, and
+/// a row's partial sums added with subgroup shuffles where the device has subgroups of one size
+/// on about half the calls (else in workgroup memory), 3 the tiled
 /// matrix-matrix kernel for every batch (portable tile), 4 the same with the large tile, 5 the
 /// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups); and, with `cap`, a
 /// binding cap.
@@ -209,7 +210,7 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
         2 => {
             let sg = t.reduce_subgroup * ((i / TPRS.len()) % 2) as u32;
             (t.cpu, t.tpr, t.span, t.reduce_subgroup, t.unroll) =
-                (false, Some(TPRS[i % TPRS.len()]), Some([8, 16, 12][i % 3]), sg, Some(1 + (i as u32 / 3) % 3))
+                (false, Some(TPRS[(i / 6) % TPRS.len()]), Some([8, 16, 12][(i / 6) % 3]), sg, Some(1 + (i as u32 / 3) % 3))
         }
         3 => (t.matvec_max_tokens, t.tile, t.cpu_tile) = (0, Tile::PORTABLE, None),
         4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile) = (0, Tile::LARGE, 0, None),

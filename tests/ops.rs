@@ -342,7 +342,8 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &m
 /// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132
 /// (5 and 33 groups of 4 dims: key groups that do not divide 64) and 64, with the softmax's
 /// reductions in subgroups where the device has them (variant 2: without), up to 131 keys (3
-/// chunks of 64).
+/// chunks of 64; the token alone in its chunk at positions 64 and 128), the slots the batch
+/// writes holding NaN before.
 #[test]
 fn rope_attention() {
     let base = gpu(false);
@@ -366,14 +367,18 @@ fn rope_attention() {
             t.reduce_subgroup = 0;
         }
         for n in [1, 3] {
-            for pos0 in [0, 45, 130] {
+            for pos0 in [0, 45, 64, 128, 130] {
                 let cfg = Config { kv: kv_type, head_dim, ..attention_config(pos0 + n + 3) };
                 let fused = attention::fuses_rope(&gpu, &cfg) && n == 1;
                 assert_eq!(attention::fuses_rope(&gpu, &cfg), variant != 1, "the decode fusions decide");
                 let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
                 let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
                 let cache = cfg.ctx as usize * kv;
-                let (kc, vc) = (rng.vec(cache), rng.vec(cache));
+                let (mut kc, mut vc) = (rng.vec(cache), rng.vec(cache));
+                // The slots the batch writes hold NaN before (a leftover no read may pick up).
+                for c in [&mut kc, &mut vc] {
+                    c[pos0 as usize * kv..(pos0 + n) as usize * kv].fill(f32::NAN);
+                }
                 // The caches as they hold values; the reference: RoPE on q and k in f64, k and v
                 // into the caches, then attention. The fused kernel uses the token's own key and
                 // value unrounded (it has them in qkv), so for it they stay f32 in the reference.

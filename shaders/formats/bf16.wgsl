@@ -2,7 +2,7 @@
 // shifting into the high half (exact). (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 1u;
 const BLOCK_BYTES: u32 = 2u;
-// No scales: a span's calls share only their word loads (ld2), and any span lies in one group.
+// No scales: a span's calls share only their word loads (ld2); spans that divide 64 take dq4s.
 const GROUP: u32 = 64u;
 const CHUNK: u32 = 16u;
 

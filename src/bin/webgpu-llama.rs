@@ -141,7 +141,8 @@ mod cli {
         /// (default: as --rpt).
         #[arg(long)]
         rpt_glu: Option<u32>,
-        /// Spans a matrix-vector thread loads before using any: 1 to 8 (default: 16 weights' worth).
+        /// Spans a one-token matrix-vector thread loads before using any: 1 to 8 (default: 16
+        /// weights' worth).
         #[arg(long)]
         unroll: Option<u32>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
