@@ -5,10 +5,11 @@
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
 // per load instruction, not one per thread), UN spans at a time, their UNG x RPT loads issued
 // before any is used: decode is bound by memory latency x loads in flight. Each load of X serves
-// the RPT rows. A span is NG = SPAN / 4 groups of 4 weights, each decoded with the format's dq4
-// and multiplied into all NT token rows; the row's TPR partial sums are then added (by subgroup
-// shuffles with SG, below, then in workgroup memory). Workgroups past 65535 wrap into workgroup_id.y. The maths: each weight is exactly
-// ggml's dequantised f32 value, then an f32 dot product per token.
+// the RPT rows. A span is NG = SPAN / 4 groups of 4 weights, each decoded with the format's
+// decoder (dqm, below) and multiplied into all NT token rows; the row's TPR partial sums are
+// then added (by subgroup shuffles with SG, below, then in workgroup memory). Workgroups past
+// 65535 wrap into workgroup_id.y. The maths: each weight is exactly ggml's dequantised f32
+// value, then an f32 dot product per token.
 // The `//@for` blocks are unrolled at compose time (kernels::unroll) into named registers: the
 // drivers' compilers keep a private array indexed in a loop in memory when they do not unroll it.
 //

@@ -335,7 +335,17 @@ pub struct PipelineKey {
 impl Geometry {
     /// `tpr` threads per row over `tokens` token vectors, spans of 4 weights, nothing fused.
     pub fn rows(tpr: u32, tokens: u32) -> Geometry {
-        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, un: 4, norm: false, glu: false, sg: 0 }
+        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, un: default_spans_per_step(4), norm: false, glu: false, sg: 0 }
+    }
+}
+
+/// The matrix-vector kernel's spans per step (`UN`) unless tuned: 16 weights' worth, at least
+/// one span ([`crate::linear::spans_per_step`]).
+pub const fn default_spans_per_step(span: u32) -> u32 {
+    if span >= 16 {
+        1
+    } else {
+        16 / span
     }
 }
 
@@ -366,7 +376,7 @@ impl PipelineKey {
                 if span != 4 {
                     s += &format!(" s{span}");
                 }
-                if un != (16 / span).max(1) {
+                if un != default_spans_per_step(span) {
                     s += &format!(" u{un}");
                 }
                 if norm {

@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
-use crate::kernels::{format_chunk, CpuTile, Geometry, Kernel, PipelineKey, Tile};
+use crate::kernels::{default_spans_per_step, format_chunk, CpuTile, Geometry, Kernel, PipelineKey, Tile};
 use crate::program::{grid, Builder};
 use crate::weights::Matrix;
 
@@ -105,7 +105,7 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
 /// spans): Llama-3.2-1B shape Q4_K_M (spans of 16) 609 / 361 / 322, Q8_0 (spans of 8) 718 /
 /// 710 / 599, F16 651 / 644 / 606; Llama-3-8B shape Q4_K_M 155 (1) / 138 / 91.
 pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
-    gpu.tuning().unroll.unwrap_or((16 / span).max(1))
+    gpu.tuning().unroll.unwrap_or(default_spans_per_step(span))
 }
 
 /// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
@@ -218,7 +218,7 @@ impl Builder<'_> {
             let rows_geometry = |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg };
             let mut variants = vec![
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, (16 / span).max(1))), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, default_spans_per_step(span))), &mv_bufs),
                 if coop {
                     self.variant(PipelineKey::weights(Kernel::MatmulCoop, w.ty, Geometry::Fixed), &bufs)
                 } else {

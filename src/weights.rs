@@ -412,26 +412,26 @@ impl Weights {
             let infos = parts.iter().map(|(n, _)| tr.info(n)).collect::<Result<Vec<_>>>()?;
             let with_rows: Vec<(&TensorInfo, u32)> = infos.iter().zip(parts).map(|(t, (_, r))| (t, *r)).collect();
             let mut out = Vec::new();
-            let (mut i, mut row0) = (0, 0);
-            while i < with_rows.len() {
-                let ty = with_rows[i].0.ggml_type;
-                let n = with_rows[i..].iter().take_while(|(t, _)| t.ggml_type == ty).count();
-                let run = &with_rows[i..i + n];
-                let rows: u32 = run.iter().map(|r| r.1).sum();
-                let whole = if n == parts.len() { label.to_string() } else { format!("{label}[{i}..{}]", i + n) };
-                let fused = if n > 1 { ld.fused(&whole, ty, run, cols)? } else { None };
+            let mut row0 = 0;
+            for run in with_rows.chunk_by(|a, b| a.0.ggml_type == b.0.ggml_type) {
+                let fused = if run.len() > 1 {
+                    let whole = if run.len() == parts.len() { label.to_string() } else { format!("{label}[{}..]", run[0].0.name) };
+                    ld.fused(&whole, run[0].0.ggml_type, run, cols)?
+                } else {
+                    None
+                };
                 match fused {
                     Some(m) => out.push((m, row0)),
                     None => {
                         let mut r0 = row0;
-                        for ((t, rows), (name, _)) in run.iter().zip(&parts[i..i + n]) {
-                            out.push((ld.matrix(name, t.ggml_type, t.offset, *rows, cols)?, r0));
+                        for (t, rows) in run {
+                            out.push((ld.matrix(&t.name, t.ggml_type, t.offset, *rows, cols)?, r0));
                             r0 += rows;
                         }
                     }
                 }
                 run.iter().for_each(|(t, _)| tr.done(t));
-                (i, row0) = (i + n, row0 + rows);
+                row0 += run.iter().map(|r| r.1).sum::<u32>();
             }
             Ok(out)
         };

@@ -20,21 +20,20 @@
 //     exactly ggml's dequantised f32 value (ggml-quants.c dequantize_row_*).
 // Weight kernels use nothing else of a format: matvec and matmul (and embed, through `dequant`).
 
-// The four bytes at even byte offset b, as one little-endian word (two loads; the second is
-// discarded by the shift when b is word aligned).
-fn ld(b: u32) -> u32 {
-  let w = b >> 2u;
-  let sh = (b & 2u) << 3u; // 0 or 16
+// The four bytes at even byte offset x + o (o a multiple of 4), as one little-endian word (two
+// loads; the second is discarded by the shift when x is word aligned). The word index is split
+// as (x >> 2) + (o >> 2): the calls of one span share x and differ in a literal o, so the
+// compiler sees that word k + 1 of one call is word k of the next and loads it once (a span of
+// n words: n + 1 loads instead of 2n).
+fn ld2(x: u32, o: u32) -> u32 {
+  let w = (x >> 2u) + (o >> 2u);
+  let sh = (x & 2u) << 3u; // 0 or 16
   return (W[w] >> sh) | ((W[w + 1u] << 16u) << (16u - sh));
 }
 
-// `ld(x + o)` for o a multiple of 4, with the word index split as (x >> 2) + (o >> 2): the calls
-// of one span share x and differ in a literal o, so the compiler sees that word k + 1 of one call
-// is word k of the next and loads it once (a span of n words: n + 1 loads instead of 2n).
-fn ld2(x: u32, o: u32) -> u32 {
-  let w = (x >> 2u) + (o >> 2u);
-  let sh = (x & 2u) << 3u;
-  return (W[w] >> sh) | ((W[w + 1u] << 16u) << (16u - sh));
+// The four bytes at even byte offset b.
+fn ld(b: u32) -> u32 {
+  return ld2(b, 0u);
 }
 
 // The 16-bit halfword at even byte offset b, in the low bits.
