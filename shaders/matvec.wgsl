@@ -45,6 +45,19 @@ fn nw4(c: u32) -> vec4<f32> {
 }
 //@end
 
+// WIDE = 1: the weights are read as 16-byte pieces, one vector load each (the format's PIECE,
+// pcol, pword, phdr, pscale, pdq; formats/common.wgsl), through a second view of W: thread t
+// of a row takes pieces t, t + TPR, ..., side by side across the row's threads (a warp's load is
+// 512 contiguous bytes but for the K-quants' block headers), instead of a span's 4-byte loads.
+//@if WIDE
+//@if NORM
+@group(0) @binding(6) var<storage, read> W4: array<vec4<u32>>;
+//@end
+//@if !NORM
+@group(0) @binding(5) var<storage, read> W4: array<vec4<u32>>;
+//@end
+//@end
+
 // Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x (NORM).
 var<workgroup> part: array<array<f32, NT * RPT>, WG>;
 //@if GLU
@@ -74,6 +87,51 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var u_$k_$i = 0.0;
 //@end
 //@end
+//@if WIDE
+  // UN pieces per step (t, t + TPR, ...), all loaded before any is used; a piece past the row's
+  // last loads the last and adds nothing (its inputs are masked to 0).
+  let pieces = select(0u, p.cols / PIECE, row < p.rows);
+  for (var base = 0u; base < pieces; base += UN * TPR) {
+//@for u < UN
+    let ok_$u = base + t + $uu * TPR < pieces;
+    let pc_$u = min(base + t + $uu * TPR, pieces - 1u);
+//@for i < RPT
+    let q_$u_$i = W4[pword(rb_$i, pc_$u)];
+    var h_$u_$i = vec4<f32>(1.0);
+    if (PHDR != 0u) { h_$u_$i = pscale(W4[phdr(rb_$i, pc_$u)], pc_$u); }
+//@if GLU
+    let qu_$u_$i = W4[pword(ru_$i, pc_$u)];
+    var hu_$u_$i = vec4<f32>(1.0);
+    if (PHDR != 0u) { hu_$u_$i = pscale(W4[phdr(ru_$i, pc_$u)], pc_$u); }
+//@end
+//@end
+//@end
+//@for u < UN
+//@for r < RUNS
+//@for j < RJ
+//@for k < NT
+    {
+      let c = pcol(pc_$u, $ru) + 4u * $ju;
+      var x = select(vec4<f32>(), xv4((b.y + $ku) * p.x_stride + c), ok_$u);
+//@if NORM
+      ss_$k += dot(x, x);
+      x *= nw4(c);
+//@end
+//@for i < RPT
+      s_$k_$i += dot(pdq(q_$u_$i, h_$u_$i, $ru, $ju), x);
+//@if GLU
+      u_$k_$i += dot(pdq(qu_$u_$i, hu_$u_$i, $ru, $ju), x);
+//@end
+//@end
+    }
+//@end
+//@end
+//@end
+//@end
+  }
+  let first = (p.cols / PIECE) * PIECE;
+//@end
+//@if !WIDE
   let spans = select(0u, p.cols / SPAN, row < p.rows);
   // Whole steps of UN x TPR spans (every thread the same count).
   for (var base = 0u; base + UN * TPR <= spans; base += UN * TPR) {
@@ -106,9 +164,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
 //@end
   }
+  let first = ((spans / TPR) / UN) * UN * TPR * SPAN;
+//@end
   // What the loop above leaves (fewer than UN x TPR spans, and the weights past the last whole
   // span), 4 weights at a time, side by side across the threads; the last partial group masked.
-  let first = ((spans / TPR) / UN) * UN * TPR * SPAN;
   let end = select(0u, p.cols, row < p.rows);
   for (var c = first + 4u * t; c < end; c += 4u * TPR) {
     let m = vec4<u32>(c) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.cols);

@@ -360,3 +360,35 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     llama.dispose();
     Ok(report)
 }
+
+/// The device's measured read bandwidth in GB/s: `shaders/stream.wgsl` reading a buffer of
+/// `bytes` (zeroed) `reps` times in one pass, timed from submit to completion, after one
+/// untimed pass. The practical ceiling of a weight kernel's reads (16-byte loads, side by side),
+/// printed beside the decode's weight bandwidth (`bench --stream`).
+///
+/// # Errors
+/// [`crate::Error::Gpu`] when the device fails or is lost.
+pub async fn read_bandwidth(gpu: &Gpu, bytes: u64, reps: u32) -> Result<f64> {
+    use crate::kernels::{Kernel, Kernels, PipelineKey};
+    let src = gpu.storage("stream source", bytes);
+    let out = gpu.storage("stream output", 16);
+    let (pipeline, bind) = Kernels::new().bind(gpu, PipelineKey::plain(Kernel::Stream), &[&src, &out]);
+    let pass = |n: u32| {
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut p = enc.begin_compute_pass(&Default::default());
+            p.set_pipeline(&pipeline);
+            p.set_bind_group(0, &bind, &[]);
+            for _ in 0..n {
+                p.dispatch_workgroups(4096, 1, 1);
+            }
+        }
+        gpu.queue.submit([enc.finish()]);
+    };
+    pass(1);
+    gpu.read(&out, 16).await?;
+    let t = Instant::now();
+    pass(reps);
+    gpu.read(&out, 16).await?;
+    Ok(bytes as f64 * reps as f64 / t.elapsed().as_secs_f64() / 1e9)
+}

@@ -26,6 +26,9 @@ pub struct Tuning {
     /// Forced spans per step of the one-token matrix-vector kernel (else
     /// [`crate::linear::spans_per_step`]).
     pub unroll: Option<u32>,
+    /// Read the weights of the matrix-vector kernel as 16-byte pieces where the format has them
+    /// (see [`crate::linear::wide`]); `None`: the default there.
+    pub wide: Option<bool>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
     pub decode_attention: Option<bool>,
@@ -119,6 +122,7 @@ impl Gpu {
                 tpr: None,
                 span: None,
                 unroll: None,
+                wide: None,
                 rpt_glu: None,
                 rpt: None,
                 fuse: None,

@@ -51,11 +51,13 @@ pub enum Kernel {
     Swiglu,
     /// Top-k of the logits (two stages).
     TopK,
+    /// A plain read of a buffer: the bench's measured read bandwidth.
+    Stream,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 16] = [
+    pub const ALL: [Kernel; 17] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -72,6 +74,7 @@ impl Kernel {
         Kernel::MoeDown,
         Kernel::Swiglu,
         Kernel::TopK,
+        Kernel::Stream,
     ];
 
     /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
@@ -93,6 +96,7 @@ impl Kernel {
             Kernel::MoeDown => include_str!("../shaders/moe_down.wgsl"),
             Kernel::Swiglu => include_str!("../shaders/swiglu.wgsl"),
             Kernel::TopK => include_str!("../shaders/topk.wgsl"),
+            Kernel::Stream => include_str!("../shaders/stream.wgsl"),
         }
     }
 
@@ -115,6 +119,7 @@ impl Kernel {
             Kernel::MoeDown => "moe_down",
             Kernel::Swiglu => "swiglu",
             Kernel::TopK => "topk",
+            Kernel::Stream => "stream",
         }
     }
 
@@ -266,6 +271,9 @@ pub enum Geometry {
         /// The subgroup size a row's partial sums are added with (subgroup shuffles; the
         /// device's, fixed), or 0: workgroup memory only (matvec only).
         sg: u32,
+        /// The weights read as the format's 16-byte pieces (`WIDE` in `shaders/matvec.wgsl`;
+        /// [`format_piece`]), not in spans.
+        wide: bool,
     },
     /// The matrix-matrix kernel's tile.
     Tile(Tile),
@@ -335,7 +343,7 @@ pub struct PipelineKey {
 impl Geometry {
     /// `tpr` threads per row over `tokens` token vectors, spans of 4 weights, nothing fused.
     pub fn rows(tpr: u32, tokens: u32) -> Geometry {
-        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, un: default_spans_per_step(4), norm: false, glu: false, sg: 0 }
+        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, un: default_spans_per_step(4), norm: false, glu: false, sg: 0, wide: false }
     }
 }
 
@@ -368,7 +376,7 @@ impl PipelineKey {
         }
         match self.geometry {
             Geometry::Fixed => {}
-            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg } => {
+            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide } => {
                 s += &format!(" tpr{tpr} x{tokens}");
                 if rpt != 1 {
                     s += &format!(" r{rpt}");
@@ -387,6 +395,9 @@ impl PipelineKey {
                 }
                 if sg != 0 {
                     s += &format!(" sg{sg}");
+                }
+                if wide {
+                    s += " wide";
                 }
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
@@ -439,6 +450,13 @@ pub fn format_chunk(ty: GgmlType) -> u32 {
         .unwrap_or_else(|| panic!("shaders/formats/{}.wgsl has no `const CHUNK: u32 = Nu;`", ty.name().to_lowercase()))
 }
 
+/// The 16-byte pieces of format `ty` (`const PIECE` and `RUNS` of its file: weights per piece,
+/// runs of consecutive weights per piece), if it has them (see `shaders/formats/common.wgsl`).
+pub fn format_piece(ty: GgmlType) -> Option<(u32, u32)> {
+    let get = |name: &str| format_source(ty).lines().find_map(|l| l.strip_prefix(&format!("const {name}: u32 = "))?.strip_suffix("u;")?.parse().ok());
+    Some((get("PIECE")?, get("RUNS")?))
+}
+
 /// The WGSL of `key`.
 pub fn compose(key: &PipelineKey) -> String {
     // Enable directives must come first.
@@ -448,7 +466,7 @@ pub fn compose(key: &PipelineKey) -> String {
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
-        Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg } => {
+        Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, .. } => {
             let ng = span / 4;
             let wg = tpr.max(64);
             s += &format!(
@@ -495,8 +513,25 @@ pub fn compose(key: &PipelineKey) -> String {
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
-        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, .. } => {
-            vec![("NT", tokens), ("RPT", rpt), ("UNG", (span / 4) * un), ("NORM", norm as u32), ("GLU", glu as u32), ("SG", sg)]
+        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, .. } => {
+            // WIDE: the format's runs per piece and vec4s per run.
+            // (Formats without pieces compose the span form.)
+            let (wide, runs, rj) = match (wide, key.format.and_then(format_piece)) {
+                (true, Some((piece, runs))) => (1, runs, piece / runs / 4),
+                _ => (0, 0, 0),
+            };
+            vec![
+                ("NT", tokens),
+                ("RPT", rpt),
+                ("UNG", (span / 4) * un),
+                ("NORM", norm as u32),
+                ("GLU", glu as u32),
+                ("SG", sg),
+                ("WIDE", wide),
+                ("RUNS", runs),
+                ("RJ", rj),
+                ("UN", un),
+            ]
         }
         Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, kv_f16 } => {
             vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup), ("KV16", kv_f16 as u32)]

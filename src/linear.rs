@@ -58,7 +58,8 @@ pub struct Io<'a> {
 /// Threads per row (TPR) of the matrix-vector kernel for rows of `cols` weights of format `ty`
 /// (`rows`: see [`expert_threads_per_row`]); a workgroup then holds 64 / TPR rows.
 ///
-/// * On a GPU, 128 (fewer when the row has fewer than 128 spans, [`span`]; the workgroup is then
+/// * On a GPU, 128 (fewer when the row has fewer than 128 spans, [`span`], or 16-byte pieces,
+///   [`wide`]; the workgroup is then
 ///   one row group of 128 threads): the threads of a row read side by side
 ///   (`shaders/matvec.wgsl`), and more threads keep more loads in flight. Measured on an H200,
 ///   decode of the Llama-3.2-1B shape (Q8_0 / Q4_K_M / F16 tok/s, spans of 4, one row per thread)
@@ -77,7 +78,12 @@ pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
     if gpu.is_cpu() {
         return expert_threads_per_row(gpu, ty, rows, cols);
     }
-    (cols / span(gpu, ty)).max(1).next_power_of_two().clamp(4, 128)
+    // A thread's unit along the row: a 16-byte piece ([`wide`]) or a span.
+    let unit = match crate::kernels::format_piece(ty) {
+        Some((piece, _)) if wide(gpu, ty, cols) => piece,
+        _ => span(gpu, ty),
+    };
+    (cols / unit).max(1).next_power_of_two().clamp(4, 128)
 }
 
 /// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
@@ -106,6 +112,18 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
 /// 710 / 599, F16 651 / 644 / 606; Llama-3-8B shape Q4_K_M 155 (1) / 138 / 91.
 pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
     gpu.tuning().unroll.unwrap_or(default_spans_per_step(span))
+}
+
+/// Whether the matrix-vector kernel reads a `[rows][cols]` matrix of format `ty` as 16-byte
+/// pieces (`WIDE` in `shaders/matvec.wgsl`): where the format has them
+/// ([`crate::kernels::format_piece`]: Q4_K, F16) and every row starts on a 16-byte boundary; on
+/// GPUs, off on CPU adapters (a whole row per invocation there), unless
+/// [`crate::gpu::Tuning::wide`] says otherwise. Measured on an H200 (top-1 decode tok/s, spans /
+/// pieces, same session): Llama-3.2-1B shape F16 660-668 / 782-796, Llama-3-8B shape Q4_K_M
+/// 153.4-153.7 / 162.9-163.9 (its SwiGLU matvec 2213 -> 1809 us a token).
+pub fn wide(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
+    let fits = crate::kernels::format_piece(ty).is_some() && (cols as u64 / ty.block_size() * ty.block_bytes()) % 16 == 0;
+    fits && gpu.tuning().wide.unwrap_or(!gpu.is_cpu())
 }
 
 /// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
@@ -193,7 +211,9 @@ impl Builder<'_> {
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
         let rpt = if glu { self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu)) } else { rows_per_thread(self.gpu) };
-        let un = spans_per_step(self.gpu, span);
+        let wide = wide(self.gpu, w.ty, w.cols);
+        let un = if wide { self.gpu.tuning().unroll.unwrap_or(1) } else { spans_per_step(self.gpu, span) };
+        let un_multi = if wide { 1 } else { default_spans_per_step(span) };
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -213,12 +233,14 @@ impl Builder<'_> {
             let mv_p = if glu { self.uniform("linear glu", &LinearParams { rows: mv_rows, ..params }) } else { p.clone() };
             let mut mv_bufs = vec![&mv_p, bufs[1], bufs[2], norm.map_or(io.x, |n| n.0), io.y];
             mv_bufs.extend(norm.map(|n| n.1));
+            // WIDE: the weights again, as vec4s.
+            mv_bufs.extend(wide.then_some(&part.buffer));
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
-            let rows_geometry = |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg };
+            let rows_geometry = |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg, wide };
             let mut variants = vec![
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, default_spans_per_step(span))), &mv_bufs),
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs),
                 if coop {
                     self.variant(PipelineKey::weights(Kernel::MatmulCoop, w.ty, Geometry::Fixed), &bufs)
                 } else {
@@ -261,7 +283,8 @@ impl Builder<'_> {
         let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
         let norm = norm.filter(|_| fused);
         let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
-        let un = spans_per_step(self.gpu, span);
+        let wide = wide(self.gpu, w.ty, w.cols);
+        let un = if wide { self.gpu.tuning().unroll.unwrap_or(1) } else { spans_per_step(self.gpu, span) };
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {
@@ -278,7 +301,8 @@ impl Builder<'_> {
             let step = self.step.clone();
             let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
             bufs.extend(norm.map(|n| n.1));
-            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg };
+            bufs.extend(wide.then_some(&part.buffer));
+            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide };
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
             let last_index = op.variants.len();

@@ -197,7 +197,8 @@ const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 /// steps by 6 between this variant's calls) through [`TPRS`] and spans of 8, 16 and 12 weights
 /// (within and across the formats' scale groups: `dq4s` and `dq4`), 1 to 3 spans per step, and
 /// a row's partial sums added with subgroup shuffles where the device has subgroups of one size
-/// on about half the calls (else in workgroup memory), 3 the tiled
+/// on about half the calls (else in workgroup memory), the weights read as 16-byte pieces on
+/// half the calls (`wide`, the formats that have them), 3 the tiled
 /// matrix-matrix kernel for every batch (portable tile), 4 the same with the large tile, 5 the
 /// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups); and, with `cap`, a
 /// binding cap.
@@ -210,7 +211,9 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
         2 => {
             let sg = t.reduce_subgroup * ((i / TPRS.len()) % 2) as u32;
             (t.cpu, t.tpr, t.span, t.reduce_subgroup, t.unroll) =
-                (false, Some(TPRS[(i / 6) % TPRS.len()]), Some([8, 16, 12][(i / 6) % 3]), sg, Some(1 + (i as u32 / 3) % 3))
+                (false, Some(TPRS[(i / 6) % TPRS.len()]), Some([8, 16, 12][(i / 6) % 3]), sg, Some(1 + (i as u32 / 3) % 3));
+            // 16-byte pieces (formats that have them) on half the calls.
+            t.wide = Some(i % 4 < 2);
         }
         3 => (t.matvec_max_tokens, t.tile, t.cpu_tile) = (0, Tile::PORTABLE, None),
         4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile) = (0, Tile::LARGE, 0, None),

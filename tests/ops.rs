@@ -164,7 +164,8 @@ fn linear_every_format() {
 /// The decode fusions (RMSNorm into the linear op, SwiGLU into the gate/up projection) for every
 /// format the quantizer makes, over the tokens axis (the fused matrix-vector forms for T <= 8,
 /// rmsnorm + the tiled kernel + swiglu above), with the GPU and the CPU workgroup shapes and spans
-/// of 4, 12 and the format's default: against rmsnorm, matvec and SwiGLU in f64.
+/// of 4, 12 and the format's default (the GPU default reads Q4_K and F16 as 16-byte pieces; spans
+/// of 12 force the span form): against rmsnorm, matvec and SwiGLU in f64.
 #[test]
 fn linear_fused_norm_and_swiglu() {
     let base = gpu(false);
@@ -184,12 +185,18 @@ fn linear_fused_norm_and_swiglu() {
             t.fuse = Some(true);
             match i % 3 {
                 0 => (t.cpu, t.span, t.rpt) = (false, None, Some(2)),
-                1 => (t.cpu, t.span, t.rpt) = (false, Some(12), Some(3)),
+                1 => (t.cpu, t.span, t.rpt, t.wide) = (false, Some(12), Some(3), Some(false)),
                 _ => (t.cpu, t.span) = (true, Some(4)),
             }
             let x: Vec<f32> = rng.vec((n * cols) as usize).iter().map(|v| 3.0 * v).collect();
             let xn: Vec<Vec<f64>> = x.chunks(cols as usize).map(|r| reference::rmsnorm(&f64s(r), &f64s(&nw), 1e-5)).collect();
-            let what = format!("{ty} {rows}x{cols} T={n} (cpu {}, span {:?}, rows per thread {:?})", g.tuning().cpu, g.tuning().span, g.tuning().rpt);
+            let what = format!(
+                "{ty} {rows}x{cols} T={n} (cpu {}, span {:?}, rows per thread {:?}, wide {:?})",
+                g.tuning().cpu,
+                g.tuning().span,
+                g.tuning().rpt,
+                g.tuning().wide
+            );
 
             let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), false)).unwrap();
             let want: Vec<f64> = xn.iter().flat_map(|r| reference::matvec(&f64s(&exact), r)).collect();

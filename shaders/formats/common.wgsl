@@ -18,6 +18,15 @@
 //     block, its scale) comes from cb alone, so that the calls of a span that share cb share that
 //     work (matvec.wgsl; dq4 below is the general form); each weight
 //     exactly ggml's dequantised f32 value (ggml-quants.c dequantize_row_*).
+// Optionally, 16-byte pieces (matvec.wgsl's WIDE form, where the format's rows start on 16-byte
+// boundaries; kernels::format_piece reads PIECE and RUNS from the file):
+//   PIECE: weights per 16-byte piece; RUNS: runs of PIECE / RUNS consecutive weights in a piece;
+//   PHDR: 1 when a piece needs its block's header (a second 16-byte load), else 0;
+//   pcol(p, r): the first column of run r of piece p; pword(rb, p), phdr(rb, p): the vec4<u32>
+//     index of piece p of the row starting at byte rb, and of its header;
+//   pscale(h, p): what the runs of piece p take from header h (scales, mins), decoded once;
+//   pdq(q, s, r, j): weights 4j .. 4j + 4 of run r of the piece whose words are q and whose
+//     pscale is s, each exactly ggml's dequantised value.
 // Weight kernels use nothing else of a format: matvec and matmul (and embed, through `dequant`).
 
 // The four bytes at even byte offset x + o (o a multiple of 4), as one little-endian word (two

@@ -89,6 +89,10 @@ mod cli {
             /// (`forwardTopK`), instead of all of them (argmax on the CPU).
             #[arg(long)]
             top_k: Option<u32>,
+            /// Also measure the device's read bandwidth (`shaders/stream.wgsl`, 1 GiB read 8
+            /// times) and print the decode's weight reads as a share of it.
+            #[arg(long)]
+            stream: bool,
             #[command(flatten)]
             choices: Choices,
         },
@@ -145,6 +149,10 @@ mod cli {
         /// weights' worth).
         #[arg(long)]
         unroll: Option<u32>,
+        /// Read the matrix-vector kernel's weights as 16-byte pieces where the format has them
+        /// (Q4_K, F16): on / off (default: by device).
+        #[arg(long)]
+        wide: Option<bool>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
@@ -214,6 +222,7 @@ mod cli {
                 }
                 t.unroll = Some(n);
             }
+            t.wide = self.wide.or(t.wide);
             if let Some(n) = self.rpt {
                 if !(1..=8).contains(&n) {
                     return Err(format!("--rpt {n}: expected 1 to 8").into());
@@ -328,7 +337,7 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Bench { model, prompt, depth, gen, ctx, kv, repeats, peak_gbs, json, default_limits, profile, top_k, choices } => {
+            Cmd::Bench { model, prompt, depth, gen, ctx, kv, repeats, peak_gbs, json, default_limits, profile, top_k, stream, choices } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
@@ -340,6 +349,14 @@ mod cli {
                 } else {
                     println!("model: {model}");
                     println!("{report}");
+                }
+                if stream {
+                    let bytes = (1u64 << 30).min(gpu.max_binding()) & !15;
+                    let gbs = webgpu_llama::bench::read_bandwidth(&gpu, bytes, 8).await?;
+                    println!(
+                        "measured read bandwidth (shaders/stream.wgsl, {bytes} bytes x 8): {gbs:.1} GB/s; the decode's weight reads reach {:.1}% of it",
+                        100.0 * report.decode_gbs() / gbs
+                    );
                 }
                 Ok(())
             }
