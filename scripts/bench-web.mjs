@@ -16,6 +16,7 @@
 //   options: --json FILE (the page's results), --no-build (use pkg/ as it is), --headed,
 //            or a custom case: --model URL --prompt IDS|long300 --gen M --repeats R
 //            [--engines ours,seed] [--seed-gen M] [--seed-repeats R] [--ref NAME] [--limits default]
+//            [--subgroups off] (the page's device without the `subgroups` feature)
 // URLs: /models/NAME -> .models/NAME, /shared/models/NAME -> ../shared/models/NAME.
 import { writeFileSync } from 'node:fs';
 import { CHROMIUM, CHROMIUM_ARGS, build, launchChromium, serve, webMounts } from './serve.mjs';
@@ -31,7 +32,7 @@ const CASES = {
 function parseArgs(argv) {
   const o = { build: true, cases: [], custom: {} };
   const keys = { '--model': 'model', '--prompt': 'prompt', '--gen': 'gen', '--repeats': 'repeats', '--engines': 'engines',
-    '--seed-gen': 'seedGen', '--seed-repeats': 'seedRepeats', '--ref': 'ref', '--limits': 'limits' };
+    '--seed-gen': 'seedGen', '--seed-repeats': 'seedRepeats', '--ref': 'ref', '--limits': 'limits', '--subgroups': 'subgroups' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = () => argv[++i];
     if (a === '--no-build') o.build = false;
@@ -85,7 +86,7 @@ async function main() {
   try {
     for (const c of o.cases) {
       const q = new URLSearchParams({ run: '1', model: c.model, prompt: c.prompt, gen: String(c.gen ?? 64), repeats: String(c.repeats ?? 3) });
-      for (const k of ['engines', 'seedGen', 'seedRepeats', 'ref', 'limits']) if (c[k] !== undefined) q.set(k, String(c[k]));
+      for (const k of ['engines', 'seedGen', 'seedRepeats', 'ref', 'limits', 'subgroups']) if (c[k] !== undefined) q.set(k, String(c[k]));
       const pageUrl = `${url}/bench.html?${q}`;
       console.log(`[bench-web] ${c.title}: ${pageUrl}`);
       const page = await browser.newPage();

@@ -78,7 +78,7 @@ async function main() {
     const shot = join(ROOT, 'target', 'demo', 'screenshot.png');
     await page.screenshot({ path: shot, fullPage: true });
     if (!r || r.error) throw new Error(`the page failed: ${r ? r.error : 'no result'}`);
-    console.log(`[demo] adapter: ${r.config.adapter}`);
+    console.log(`[demo] adapter: ${r.config.adapter}; subgroups of ${r.config.subgroupSize || "none"}`);
     console.log(`[demo] model: ${model} (d ${r.config.d}, L ${r.config.L}, vocab ${r.config.vocab}, ${r.config.dispatchesPerToken} dispatches per token)`);
     console.log(`[demo] load: createLlama ${r.loadSeconds.toFixed(2)} s from a Blob; wasm memory ${(r.wasmMemoryBytes / 2 ** 20).toFixed(1)} MiB; weights on GPU ${(r.config.weightBytesOnGpu / 2 ** 20).toFixed(1)} MiB`);
     console.log(`[demo] user: ${q}`);
@@ -108,7 +108,8 @@ async function measure(files) {
         const before = lib.wasmMemoryBytes();
         const adapter = await navigator.gpu.requestAdapter();
         const device = await adapter.requestDevice({ requiredLimits: {
-          maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize } });
+          maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize },
+          requiredFeatures: adapter.features.has('subgroups') ? ['subgroups'] : [] });
         const buf = await (await fetch(u)).arrayBuffer();
         const t0 = performance.now();
         const llama = await lib.createLlama(device, buf, { contextLength: 256 });

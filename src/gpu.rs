@@ -92,6 +92,7 @@ pub struct Gpu {
     errors: Arc<Mutex<Vec<String>>>,
     binding_cap: Option<u64>,
     subgroup: Option<u32>,
+    wgsl_subgroups: bool,
     tuning: Tuning,
 }
 
@@ -117,6 +118,7 @@ impl Gpu {
             errors,
             binding_cap: None,
             subgroup: None,
+            wgsl_subgroups: false,
             tuning: Tuning {
                 cpu,
                 tpr: None,
@@ -177,9 +179,33 @@ impl Gpu {
     }
 
     /// The device's subgroup size where it has the `subgroups` feature and one fixed size
-    /// (natively; `None` on the web, where the page's device decides).
+    /// (natively from the adapter; on the web from the host's `GPUDevice`, see
+    /// [`Gpu::set_web_subgroup`]).
     pub fn subgroup_size(&self) -> Option<u32> {
         self.subgroup
+    }
+
+    /// On the web: the host device's subgroup size (its `subgroups` feature and one size, read
+    /// from JS: wgpu's WebGPU backend does not report the feature), or `None`. With a size, the
+    /// kernels are compiled with subgroups as natively ([`Tuning::reduce_subgroup`],
+    /// [`Tuning::cpu_subgroup`]) and their WGSL starts with `enable subgroups;` (which the
+    /// browser requires and naga, natively, rejects; see [`Gpu::wgsl_directives`]).
+    pub fn set_web_subgroup(&mut self, size: Option<u32>) {
+        self.subgroup = size;
+        self.wgsl_subgroups = size.is_some();
+        self.set_cpu(self.tuning.cpu);
+    }
+
+    /// Directives every kernel's WGSL starts with on this device: on the web with subgroups,
+    /// `enable subgroups;` and the subgroup uniformity diagnostic off (the kernels' subgroup
+    /// operations run where every invocation of a subgroup takes the same path, by construction;
+    /// an unknown diagnostic name is only a warning).
+    pub fn wgsl_directives(&self) -> &'static str {
+        if self.wgsl_subgroups {
+            "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n"
+        } else {
+            ""
+        }
     }
 
     /// Whether the device was created with cooperative matrices (see [`Tuning::coop`]).

@@ -461,7 +461,7 @@ pub fn format_piece(ty: GgmlType) -> Option<(u32, u32)> {
 pub fn compose(key: &PipelineKey) -> String {
     // Enable directives must come first.
     // (Naga takes subgroup built-ins without `enable subgroups;`, and rejects it so far: the
-    // subgroup forms are native only, see `Gpu::subgroup_size`.)
+    // browser, which requires it, gets it from `Gpu::wgsl_directives`.)
     let enables = if key.kernel == Kernel::MatmulCoop { "enable f16;\nenable wgpu_cooperative_matrix;\n" } else { "" };
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
@@ -632,7 +632,8 @@ impl Kernels {
             .entry(key)
             .or_insert_with(|| {
                 let label = key.label();
-                let desc = wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(compose(&key).into()) };
+                let src = format!("{}{}", gpu.wgsl_directives(), compose(&key));
+                let desc = wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(src.into()) };
                 let module = if checked || cfg!(target_arch = "wasm32") {
                     device.create_shader_module(desc)
                 } else {

@@ -18,14 +18,21 @@ use webgpu_llama::web;
 wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen(inline_js = r#"
-export async function hostDevice(raise) {
+export async function hostDevice(raise, subgroups) {
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('requestAdapter() returned null (is --enable-unsafe-webgpu set?)');
   const requiredLimits = raise ? {
     maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
     maxBufferSize: adapter.limits.maxBufferSize,
   } : {};
-  return adapter.requestDevice({ requiredLimits });
+  const requiredFeatures = subgroups && adapter.features.has('subgroups') ? ['subgroups'] : [];
+  return adapter.requestDevice({ requiredLimits, requiredFeatures });
+}
+// The subgroup size the module should compile for on `device`: its one size when it has the
+// feature and adapterInfo gives subgroupMinSize == subgroupMaxSize, else 0.
+export function expectedSubgroup(device) {
+  const i = device.adapterInfo || {};
+  return device.features.has('subgroups') && i.subgroupMinSize === i.subgroupMaxSize ? (i.subgroupMinSize || 0) : 0;
 }
 // Calls llama.forward exactly as JS does; a synchronous throw is turned into a marked rejection.
 export function jsForward(llama, tokens, pos) {
@@ -86,7 +93,9 @@ export async function hostRoundTrip(device) {
 "#)]
 extern "C" {
     #[wasm_bindgen(catch, js_name = hostDevice)]
-    async fn host_device(raise: bool) -> Result<JsValue, JsValue>;
+    async fn host_device(raise: bool, subgroups: bool) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = expectedSubgroup)]
+    fn expected_subgroup(device: &JsValue) -> f64;
     #[wasm_bindgen(js_name = jsForward)]
     fn js_forward(llama: &JsValue, tokens: &JsValue, pos: &JsValue) -> js_sys::Promise;
     #[wasm_bindgen(catch, js_name = jsCall)]
@@ -227,8 +236,14 @@ fn toks(xs: &[u32]) -> JsValue {
     nums(&xs.iter().map(|&x| x as f64).collect::<Vec<_>>())
 }
 
+/// The host's device, with the `subgroups` feature where the adapter offers it (as
+/// `www/chat.js` asks for it); [`device_without_subgroups`] for the path without.
 async fn device(raise: bool) -> JsValue {
-    host_device(raise).await.expect("the host creates a GPUDevice")
+    host_device(raise, true).await.expect("the host creates a GPUDevice")
+}
+
+async fn device_without_subgroups() -> JsValue {
+    host_device(true, false).await.expect("the host creates a GPUDevice")
 }
 
 /// Awaits a promise; `Err` carries the rejection as "Name: message" (`TypeError: ...`,
@@ -285,9 +300,14 @@ fn assert_has(msg: &str, part: &str) {
 /// Every reference row, one token at a time, plus the batched prompt; greedy continuation
 /// identical. Returns the worst difference.
 async fn run_case(case: &Case) -> f32 {
+    run_case_on(case, &device(true).await).await
+}
+
+async fn run_case_on(case: &Case, dev: &JsValue) -> f32 {
     case.check_model_name();
-    let dev = device(true).await;
-    let llama = load(&dev, case, None).await;
+    let llama = load(dev, case, None).await;
+    let sg = config_u32(&llama, "subgroupSize");
+    assert_eq!(sg, expected_subgroup(dev), "{}: config.subgroupSize", case.name);
     let (prompt, greedy) = (case.prompt(), case.greedy());
     assert_eq!(config_u32(&llama, "vocab") as usize, case.vocab(), "{}: vocab", case.name);
     let p = prompt.len();
@@ -317,7 +337,7 @@ async fn run_case(case: &Case) -> f32 {
         check(i, &row);
     }
     js_call0(&llama, "dispose").unwrap();
-    web_sys::console::log_1(&format!("{}: {} rows, max abs diff {worst:.2e}, greedy {:?}", case.name, p - 1 + greedy.len(), ours).into());
+    web_sys::console::log_1(&format!("{} (subgroups of {sg}): {} rows, max abs diff {worst:.2e}, greedy {:?}", case.name, p - 1 + greedy.len(), ours).into());
     worst
 }
 
@@ -327,6 +347,14 @@ async fn run_case(case: &Case) -> f32 {
 #[wasm_bindgen_test]
 async fn reference_stories260k_f32() {
     run_case(&F32).await;
+}
+
+/// The same on a device created without the `subgroups` feature: the kernels without subgroup
+/// operations (the path of browsers that do not offer them).
+#[wasm_bindgen_test]
+async fn reference_stories260k_f32_without_subgroups() {
+    let dev = device_without_subgroups().await;
+    run_case_on(&F32, &dev).await;
 }
 
 #[wasm_bindgen_test]

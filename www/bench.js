@@ -81,15 +81,17 @@ async function settings() {
 
 /** The page's device: the adapter's largest storage binding and buffer, or WebGPU's default
  *  limits (128 MiB per storage binding, 256 MiB per buffer) with `limits=default`. */
-async function makeDevice(defaultLimits) {
+async function makeDevice(defaultLimits, subgroups) {
   if (!navigator.gpu) throw new Error('WebGPU is not available (Chromium on Linux: --enable-unsafe-webgpu)');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
-  const device = defaultLimits ? await adapter.requestDevice() : await adapter.requestDevice({ requiredLimits: {
-    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize } });
+  const requiredFeatures = subgroups && adapter.features.has('subgroups') ? ['subgroups'] : [];
+  const device = defaultLimits ? await adapter.requestDevice({ requiredFeatures }) : await adapter.requestDevice({ requiredLimits: {
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize }, requiredFeatures });
   device.lost.then((i) => status(`GPU device lost: ${i.message}`, true));
   const info = adapter.info || {};
-  return { device, adapter: [info.vendor, info.architecture, info.description].filter(Boolean).join(' ') || 'unknown' };
+  const sg = device.features.has('subgroups') ? `subgroups of ${info.subgroupMinSize}-${info.subgroupMaxSize}` : 'no subgroups';
+  return { device, adapter: `${[info.vendor, info.architecture, info.description].filter(Boolean).join(' ') || 'unknown'} (${sg})` };
 }
 
 /** One engine, one repeat: load, prefill, M decode steps. */
@@ -140,7 +142,8 @@ function render(r) {
 
 async function main() {
   const s = await settings();
-  const { device, adapter } = await makeDevice(new URLSearchParams(location.search).get('limits') === 'default');
+  const q = new URLSearchParams(location.search);
+  const { device, adapter } = await makeDevice(q.get('limits') === 'default', q.get('subgroups') !== 'off');
   const mods = {};
   if (s.engines.includes('ours')) mods.ours = (await import('webgpu-llama')).createLlama;
   if (s.engines.includes('seed')) mods.seed = (await import('/seed/llama.js')).createLlama;

@@ -25,8 +25,10 @@ async function getDevice() {
   if (!navigator.gpu) throw new Error('WebGPU is not available in this browser (Chromium on Linux: --enable-unsafe-webgpu)');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
+  // Subgroups where the adapter offers them: the kernels then reduce with subgroup operations.
   state.device = await adapter.requestDevice({ requiredLimits: {
-    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize } });
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize },
+    requiredFeatures: adapter.features.has('subgroups') ? ['subgroups'] : [] });
   state.device.lost.then((info) => status(`GPU device lost: ${info.message}`, true));
   return state.device;
 }

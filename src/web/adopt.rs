@@ -48,6 +48,10 @@ pub struct Adopted {
     pub limits: wgpu::Limits,
     /// The host device's features, as wgpu maps them.
     pub features: wgpu::Features,
+    /// The host device's subgroup size, where it was created with the `subgroups` feature and its
+    /// `adapterInfo` gives one size (`subgroupMinSize == subgroupMaxSize`, a power of two up to
+    /// 64): wgpu's WebGPU backend does not report the feature, so it is read from JS here.
+    pub subgroup: Option<u32>,
     /// `GPUAdapterInfo` of the host device: non-empty fields of vendor / architecture / device /
     /// description, joined with " / " (e.g. "google / swiftshader / ... ").
     pub adapter_info: String,
@@ -124,6 +128,20 @@ fn resolving_function(value: &JsValue) -> Result<JsValue, String> {
     resolve.unchecked_ref::<BindableFunction>().bind1(&promise_ctor, value).map_err(|e| fail(format!("Promise.resolve.bind threw {}", js_text(&e))))
 }
 
+/// The one subgroup size of a device whose `features` hold `subgroups` and whose adapter `info`
+/// has equal `subgroupMinSize` and `subgroupMaxSize` (a power of two up to 64), else `None`.
+fn fixed_subgroup(features: &JsValue, info: &JsValue) -> Option<u32> {
+    let has = reflect_get(features, "has").ok()?.dyn_into::<js_sys::Function>().ok()?;
+    if !has.call1(features, &JsValue::from_str("subgroups")).ok()?.as_bool()? {
+        return None;
+    }
+    let size = |k: &str| reflect_get(info, k).ok()?.as_f64();
+    match (size("subgroupMinSize")?, size("subgroupMaxSize")?) {
+        (min, max) if min == max && (1.0..=64.0).contains(&min) && (min as u32).is_power_of_two() && min.fract() == 0.0 => Some(min as u32),
+        _ => None,
+    }
+}
+
 fn string_field(target: &JsValue, key: &str) -> String {
     reflect_get(target, key).ok().and_then(|v| v.as_string()).unwrap_or_default()
 }
@@ -189,6 +207,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
         set(&empty, "isFallbackAdapter", &JsValue::FALSE)?;
         info = empty.into();
     }
+    let subgroup = fixed_subgroup(&features, &info);
     let adapter_info = {
         let parts: Vec<String> = ["vendor", "architecture", "device", "description"].iter().map(|k| string_field(&info, k)).filter(|s| !s.is_empty()).collect();
         if parts.is_empty() {
@@ -265,7 +284,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
 
     let limits = device.limits();
     let features = device.features();
-    Ok(Adopted { device, queue, limits, features, adapter_info })
+    Ok(Adopted { device, queue, limits, features, adapter_info, subgroup })
 }
 
 /// Copies `len` bytes from `src[src_offset..src_offset + len]` (a JS `ArrayBuffer`, e.g. the

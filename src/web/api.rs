@@ -71,6 +71,10 @@ export interface LlamaConfig {
   readonly maxBufferSize: number;
   /** The adapter, from GPUDevice.adapterInfo. */
   readonly adapter: string;
+  /** The subgroup size the kernels were compiled for: the device's when it was created with the
+   * `subgroups` feature and its adapterInfo gives one size (subgroupMinSize == subgroupMaxSize);
+   * 0 when the kernels use no subgroups. */
+  readonly subgroupSize: number;
 }
 
 /** Load progress, reported after each tensor is uploaded. */
@@ -361,7 +365,9 @@ async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
         return Err(Error::InvalidType(format!("could not adopt the host's GPUDevice: expected a GPUDevice, got {}", describe(device))));
     }
     let a = adopt_device(device).await.map_err(Error::Gpu)?;
-    Ok(Gpu::from_device(a.device, a.queue, a.adapter_info, false))
+    let mut gpu = Gpu::from_device(a.device, a.queue, a.adapter_info, false);
+    gpu.set_web_subgroup(a.subgroup);
+    Ok(gpu)
 }
 
 fn gpu_error(e: wgpu::Error) -> Error {
@@ -534,6 +540,7 @@ async fn load(device: &JsValue, src: &Source, opts: &Options) -> Result<WebLlama
         ("maxStorageBufferBindingSize", (limits.max_storage_buffer_binding_size as f64).into()),
         ("maxBufferSize", (limits.max_buffer_size as f64).into()),
         ("adapter", gpu.adapter_info.as_str().into()),
+        ("subgroupSize", gpu.subgroup_size().unwrap_or(0).into()),
     ]);
     js_sys::Object::freeze(config.unchecked_ref::<js_sys::Object>());
     let state = Rc::new(State { llama, config, vocab, lost });
