@@ -1,6 +1,6 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
 // Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const WG, TPR, RPW, RPT, NT,
-// SPAN, NG, UN, UNG, NORM, GLU, SG`: workgroup of WG = RPW row groups x TPR threads; a row group is
+// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE` (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
 // RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
 // per load instruction, not one per thread), UN spans at a time, their UNG x RPT loads issued

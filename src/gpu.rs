@@ -23,11 +23,12 @@ pub struct Tuning {
     /// Forced rows per thread of the one-token matrix-vector kernel with SwiGLU fused (each is a
     /// gate and an up row; else as the others).
     pub rpt_glu: Option<u32>,
-    /// Forced spans per step of the one-token matrix-vector kernel (else
-    /// [`crate::linear::spans_per_step`]).
+    /// Forced spans (with [`Tuning::wide`]: 16-byte pieces) per step of the one-token
+    /// matrix-vector kernel (else [`crate::linear::spans_per_step`]; 1 piece).
     pub unroll: Option<u32>,
     /// Read the weights of the matrix-vector kernel as 16-byte pieces where the format has them
-    /// (see [`crate::linear::wide`]); `None`: the default there.
+    /// (see [`crate::linear::wide`]; [`Tuning::span`] then does not apply to those formats);
+    /// `None`: the default there.
     pub wide: Option<bool>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
@@ -189,7 +190,8 @@ impl Gpu {
     /// from JS: wgpu's WebGPU backend does not report the feature), or `None`. With a size, the
     /// kernels are compiled with subgroups as natively ([`Tuning::reduce_subgroup`],
     /// [`Tuning::cpu_subgroup`]) and their WGSL starts with `enable subgroups;` (which the
-    /// browser requires and naga, natively, rejects; see [`Gpu::wgsl_directives`]).
+    /// browser requires and naga, natively, rejects; see [`Gpu::wgsl_directives`]). Call it
+    /// right after creating the `Gpu`: it resets the choices that [`Gpu::set_cpu`] makes.
     pub fn set_web_subgroup(&mut self, size: Option<u32>) {
         self.subgroup = size;
         self.wgsl_subgroups = size.is_some();

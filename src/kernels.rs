@@ -262,7 +262,8 @@ pub enum Geometry {
         rpt: u32,
         /// Weights a thread decodes at once (a multiple of 4): see `shaders/matvec.wgsl`.
         span: u32,
-        /// Spans a thread loads before using any (`UN` in `shaders/matvec.wgsl`).
+        /// Spans (with `wide`: 16-byte pieces) a thread loads before using any (`UN` in
+        /// `shaders/matvec.wgsl`).
         un: u32,
         /// RMSNorm fused in (the input is the raw residual stream).
         norm: bool,
@@ -272,7 +273,8 @@ pub enum Geometry {
         /// device's, fixed), or 0: workgroup memory only (matvec only).
         sg: u32,
         /// The weights read as the format's 16-byte pieces (`WIDE` in `shaders/matvec.wgsl`;
-        /// [`format_piece`]), not in spans.
+        /// [`format_piece`]), not in spans (`span` then unused); the kernel then binds the
+        /// weights a second time, after the others. Ignored for formats without pieces.
         wide: bool,
     },
     /// The matrix-matrix kernel's tile.
@@ -396,7 +398,7 @@ impl PipelineKey {
                 if sg != 0 {
                     s += &format!(" sg{sg}");
                 }
-                if wide {
+                if wide && self.format.and_then(format_piece).is_some() {
                     s += " wide";
                 }
             }
@@ -453,8 +455,11 @@ pub fn format_chunk(ty: GgmlType) -> u32 {
 /// The 16-byte pieces of format `ty` (`const PIECE` and `RUNS` of its file: weights per piece,
 /// runs of consecutive weights per piece), if it has them (see `shaders/formats/common.wgsl`).
 pub fn format_piece(ty: GgmlType) -> Option<(u32, u32)> {
-    let get = |name: &str| format_source(ty).lines().find_map(|l| l.strip_prefix(&format!("const {name}: u32 = "))?.strip_suffix("u;")?.parse().ok());
-    Some((get("PIECE")?, get("RUNS")?))
+    let get = |name: &str| format_source(ty).lines().find_map(|l| l.strip_prefix(&format!("const {name}: u32 = "))?.strip_suffix("u;")?.parse::<u32>().ok());
+    let (piece, runs) = (get("PIECE")?, get("RUNS")?);
+    // Runs of whole vec4s (matvec.wgsl unrolls RUNS x PIECE / RUNS / 4 of them).
+    assert!(runs > 0 && piece % (4 * runs) == 0, "shaders/formats/{}.wgsl: PIECE must be a multiple of 4 x RUNS", ty.name().to_lowercase());
+    Some((piece, runs))
 }
 
 /// The WGSL of `key`.

@@ -114,6 +114,17 @@ pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
     gpu.tuning().unroll.unwrap_or(default_spans_per_step(span))
 }
 
+/// [`spans_per_step`], or with 16-byte pieces ([`wide`]) the pieces per step: 1 unless
+/// [`crate::gpu::Tuning::unroll`] says otherwise (2 was slower everywhere measured, see
+/// BENCHMARKS.md v7).
+fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
+    if wide {
+        gpu.tuning().unroll.unwrap_or(1)
+    } else {
+        spans_per_step(gpu, span)
+    }
+}
+
 /// Whether the matrix-vector kernel reads a `[rows][cols]` matrix of format `ty` as 16-byte
 /// pieces (`WIDE` in `shaders/matvec.wgsl`): where the format has them
 /// ([`crate::kernels::format_piece`]: Q4_K, F16) and every row starts on a 16-byte boundary; on
@@ -121,6 +132,10 @@ pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
 /// [`crate::gpu::Tuning::wide`] says otherwise. Measured on an H200 (top-1 decode tok/s, spans /
 /// pieces, same session): Llama-3.2-1B shape F16 660-668 / 782-796, Llama-3-8B shape Q4_K_M
 /// 153.4-153.7 / 162.9-163.9 (its SwiGLU matvec 2213 -> 1809 us a token).
+///
+/// The pieces are vector loads from the start of the part's buffer: every matrix part is a
+/// buffer of its own, bound whole (`weights.rs`), so a row at a multiple of 16 bytes is aligned.
+/// A sub-allocated part would have to keep its offset a multiple of 16.
 pub fn wide(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
     let fits = crate::kernels::format_piece(ty).is_some() && (cols as u64 / ty.block_size() * ty.block_bytes()) % 16 == 0;
     fits && gpu.tuning().wide.unwrap_or(!gpu.is_cpu())
@@ -212,7 +227,7 @@ impl Builder<'_> {
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
         let rpt = if glu { self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu)) } else { rows_per_thread(self.gpu) };
         let wide = wide(self.gpu, w.ty, w.cols);
-        let un = if wide { self.gpu.tuning().unroll.unwrap_or(1) } else { spans_per_step(self.gpu, span) };
+        let un = spans_or_pieces_per_step(self.gpu, span, wide);
         let un_multi = if wide { 1 } else { default_spans_per_step(span) };
         for part in &w.parts {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
@@ -284,7 +299,7 @@ impl Builder<'_> {
         let norm = norm.filter(|_| fused);
         let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
         let wide = wide(self.gpu, w.ty, w.cols);
-        let un = if wide { self.gpu.tuning().unroll.unwrap_or(1) } else { spans_per_step(self.gpu, span) };
+        let un = spans_or_pieces_per_step(self.gpu, span, wide);
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
             let params = LinearParams {

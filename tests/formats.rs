@@ -99,7 +99,8 @@ fn assert_rows(what: &str, got: &[f32], want: &[(f64, f64)]) {
 /// weight, widths that leave a remainder after the kernel's work units), plus a wide row.
 fn widths(ty: GgmlType) -> Vec<u32> {
     match ty.block_size() {
-        1 => vec![1, 2, 3, 37, 64, 67, 2051],
+        // (2056: F16 and BF16 rows of 16-byte pieces with a partial last step.)
+        1 => vec![1, 2, 3, 37, 64, 67, 2051, 2056],
         b => vec![b as u32, 2 * b as u32, 3 * b as u32, if b == 32 { 32 * 81 } else { 256 * 11 }],
     }
 }

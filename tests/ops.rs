@@ -164,8 +164,8 @@ fn linear_every_format() {
 /// The decode fusions (RMSNorm into the linear op, SwiGLU into the gate/up projection) for every
 /// format the quantizer makes, over the tokens axis (the fused matrix-vector forms for T <= 8,
 /// rmsnorm + the tiled kernel + swiglu above), with the GPU and the CPU workgroup shapes and spans
-/// of 4, 12 and the format's default (the GPU default reads Q4_K and F16 as 16-byte pieces; spans
-/// of 12 force the span form): against rmsnorm, matvec and SwiGLU in f64.
+/// of 4, 12 and the format's default (the GPU default reads Q4_K and F16 as 16-byte pieces; the
+/// spans-of-12 case turns pieces off): against rmsnorm, matvec and SwiGLU in f64.
 #[test]
 fn linear_fused_norm_and_swiglu() {
     let base = gpu(false);

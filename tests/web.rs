@@ -29,10 +29,12 @@ export async function hostDevice(raise, subgroups) {
   return adapter.requestDevice({ requiredLimits, requiredFeatures });
 }
 // The subgroup size the module should compile for on `device`: its one size when it has the
-// feature and adapterInfo gives subgroupMinSize == subgroupMaxSize, else 0.
+// feature and adapterInfo gives subgroupMinSize == subgroupMaxSize, a power of two from 4 to 64;
+// else 0.
 export function expectedSubgroup(device) {
-  const i = device.adapterInfo || {};
-  return device.features.has('subgroups') && i.subgroupMinSize === i.subgroupMaxSize ? (i.subgroupMinSize || 0) : 0;
+  const i = device.adapterInfo || {}, n = i.subgroupMinSize;
+  const one = n === i.subgroupMaxSize && Number.isInteger(n) && n >= 4 && n <= 64 && (n & (n - 1)) === 0;
+  return device.features.has('subgroups') && one ? n : 0;
 }
 // Calls llama.forward exactly as JS does; a synchronous throw is turned into a marked rejection.
 export function jsForward(llama, tokens, pos) {

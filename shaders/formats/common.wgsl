@@ -19,7 +19,8 @@
 //     work (matvec.wgsl; dq4 below is the general form); each weight
 //     exactly ggml's dequantised f32 value (ggml-quants.c dequantize_row_*).
 // Optionally, 16-byte pieces (matvec.wgsl's WIDE form, where the format's rows start on 16-byte
-// boundaries; kernels::format_piece reads PIECE and RUNS from the file):
+// boundaries of a buffer bound from byte 0, as every weight part is; kernels::format_piece reads
+// PIECE and RUNS from the file):
 //   PIECE: weights per 16-byte piece; RUNS: runs of PIECE / RUNS consecutive weights in a piece;
 //   PHDR: 1 when a piece needs its block's header (a second 16-byte load), else 0;
 //   pcol(p, r): the first column of run r of piece p; pword(rb, p), phdr(rb, p): the vec4<u32>

@@ -49,8 +49,8 @@ pub struct Adopted {
     /// The host device's features, as wgpu maps them.
     pub features: wgpu::Features,
     /// The host device's subgroup size, where it was created with the `subgroups` feature and its
-    /// `adapterInfo` gives one size (`subgroupMinSize == subgroupMaxSize`, a power of two up to
-    /// 64): wgpu's WebGPU backend does not report the feature, so it is read from JS here.
+    /// `adapterInfo` gives one size (`subgroupMinSize == subgroupMaxSize`, a power of two from 4
+    /// to 64): wgpu's WebGPU backend does not report the feature, so it is read from JS here.
     pub subgroup: Option<u32>,
     /// `GPUAdapterInfo` of the host device: non-empty fields of vendor / architecture / device /
     /// description, joined with " / " (e.g. "google / swiftshader / ... ").
@@ -129,7 +129,9 @@ fn resolving_function(value: &JsValue) -> Result<JsValue, String> {
 }
 
 /// The one subgroup size of a device whose `features` hold `subgroups` and whose adapter `info`
-/// has equal `subgroupMinSize` and `subgroupMaxSize` (a power of two up to 64), else `None`.
+/// has equal `subgroupMinSize` and `subgroupMaxSize` (a power of two from 4 to 64), else `None`.
+/// (Dawn reports one size for Vulkan devices with a fixed size: NVIDIA on Linux and ChromeOS,
+/// Mali, SwiftShader; Metal reports 4-64 and D3D12 up to 128, which do not qualify.)
 fn fixed_subgroup(features: &JsValue, info: &JsValue) -> Option<u32> {
     let has = reflect_get(features, "has").ok()?.dyn_into::<js_sys::Function>().ok()?;
     if !has.call1(features, &JsValue::from_str("subgroups")).ok()?.as_bool()? {
@@ -137,7 +139,8 @@ fn fixed_subgroup(features: &JsValue, info: &JsValue) -> Option<u32> {
     }
     let size = |k: &str| reflect_get(info, k).ok()?.as_f64();
     match (size("subgroupMinSize")?, size("subgroupMaxSize")?) {
-        (min, max) if min == max && (1.0..=64.0).contains(&min) && (min as u32).is_power_of_two() && min.fract() == 0.0 => Some(min as u32),
+        // At least 4: the one-token attention takes keys per subgroup, and 1 or 2 gain nothing.
+        (min, max) if min == max && (4.0..=64.0).contains(&min) && (min as u32).is_power_of_two() && min.fract() == 0.0 => Some(min as u32),
         _ => None,
     }
 }
