@@ -856,3 +856,54 @@ async fn an_aborted_load_rejects_with_the_signals_reason() {
     assert_eq!(forward(&llama, &[1], 0).await.unwrap().len(), 512);
     js_call0(&llama, "dispose").unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// The GPU kernel forms in the browser
+
+/// SwiftShader counts as a CPU adapter, so `createLlama` runs the CPU kernel forms here. This
+/// test adopts the host's device as `createLlama` does (with its subgroups, where offered) and
+/// forces the GPU policy: the one-token and multi-token matrix-vector kernels with RMSNorm and
+/// SwiGLU fused, Q4_K and F16 as 16-byte pieces, Q8_0 in spans, row sums by subgroup shuffles
+/// when the device has one subgroup size: against rmsnorm, matvec and SwiGLU in f64.
+#[wasm_bindgen_test]
+async fn gpu_kernel_forms_match_the_f64_reference() {
+    use webgpu_llama::{ggml, oneshot, reference};
+    let dev = device(true).await;
+    let a = webgpu_llama::web::adopt::adopt_device(&dev).await.expect("adopt the host's device");
+    let mut gpu = webgpu_llama::gpu::Gpu::from_device(a.device, a.queue, a.adapter_info, false);
+    gpu.set_web_subgroup(a.subgroup);
+    gpu.set_cpu(false);
+    gpu.tuning_mut().fuse = Some(true);
+    assert_eq!(gpu.tuning().reduce_subgroup as f64, expected_subgroup(&dev), "subgroup size of the reductions");
+    let f64s = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+    let mut seed = 7u32;
+    let mut rand = move || {
+        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (seed >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0
+    };
+    for ty in [GgmlType::Q4_K, GgmlType::F16, GgmlType::Q8_0] {
+        let (rows, cols) = (2 * 19u32, 512u32);
+        let w: Vec<f32> = (0..rows * cols).map(|_| rand()).collect();
+        let bytes = ggml::quantize(ty, &w).unwrap();
+        let mut exact = vec![0f32; w.len()];
+        ggml::dequantize(ty, &bytes, &mut exact).unwrap();
+        let (gate, up) = exact.split_at(exact.len() / 2);
+        let nw: Vec<f32> = (0..cols).map(|_| 1.0 + 0.5 * rand()).collect();
+        for n in [1u32, 3] {
+            let x: Vec<f32> = (0..n * cols).map(|_| 3.0 * rand()).collect();
+            let got = oneshot::linear_fused(&gpu, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), true).await.unwrap();
+            let want: Vec<f64> = x
+                .chunks(cols as usize)
+                .flat_map(|r| {
+                    let xn = reference::rmsnorm(&f64s(r), &f64s(&nw), 1e-5);
+                    reference::swiglu(&reference::matvec(&f64s(gate), &xn), &reference::matvec(&f64s(up), &xn))
+                })
+                .collect();
+            assert_eq!(got.len(), want.len(), "{ty} T={n}: output length");
+            // Relative to the largest output (as tests/ops.rs does natively).
+            let scale = want.iter().fold(1f64, |m, w| m.max(w.abs()));
+            let worst = got.iter().zip(&want).map(|(g, w)| (*g as f64 - w).abs() / scale).fold(0.0, f64::max);
+            assert!(worst <= 2e-5, "{ty} T={n}: norm + linear + swiglu differs by {worst:.2e} of the largest output");
+        }
+    }
+}
