@@ -446,17 +446,18 @@ pub fn format_source(ty: GgmlType) -> &'static str {
 
 /// Weights a matrix-vector thread takes per step for format `ty` (its file's `const CHUNK`).
 pub fn format_chunk(ty: GgmlType) -> u32 {
-    format_source(ty)
-        .lines()
-        .find_map(|l| l.strip_prefix("const CHUNK: u32 = ")?.strip_suffix("u;")?.parse().ok())
-        .unwrap_or_else(|| panic!("shaders/formats/{}.wgsl has no `const CHUNK: u32 = Nu;`", ty.name().to_lowercase()))
+    format_const(ty, "CHUNK").unwrap_or_else(|| panic!("shaders/formats/{}.wgsl has no `const CHUNK: u32 = Nu;`", ty.name().to_lowercase()))
+}
+
+/// The value of `const NAME: u32 = Nu;` in format `ty`'s file, if it has one.
+fn format_const(ty: GgmlType, name: &str) -> Option<u32> {
+    format_source(ty).lines().find_map(|l| l.strip_prefix("const ")?.strip_prefix(name)?.strip_prefix(": u32 = ")?.strip_suffix("u;")?.parse().ok())
 }
 
 /// The 16-byte pieces of format `ty` (`const PIECE` and `RUNS` of its file: weights per piece,
 /// runs of consecutive weights per piece), if it has them (see `shaders/formats/common.wgsl`).
 pub fn format_piece(ty: GgmlType) -> Option<(u32, u32)> {
-    let get = |name: &str| format_source(ty).lines().find_map(|l| l.strip_prefix(&format!("const {name}: u32 = "))?.strip_suffix("u;")?.parse::<u32>().ok());
-    let (piece, runs) = (get("PIECE")?, get("RUNS")?);
+    let (piece, runs) = (format_const(ty, "PIECE")?, format_const(ty, "RUNS")?);
     // Runs of whole vec4s (matvec.wgsl unrolls RUNS x PIECE / RUNS / 4 of them).
     assert!(runs > 0 && piece % (4 * runs) == 0, "shaders/formats/{}.wgsl: PIECE must be a multiple of 4 x RUNS", ty.name().to_lowercase());
     Some((piece, runs))
