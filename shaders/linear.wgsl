@@ -22,6 +22,11 @@ fn batch_rows() -> vec2<u32> {
   return vec2<u32>(st.n_tokens, 0u);
 }
 
+// The width of W's rows (formats/common.wgsl).
+fn row_cols() -> u32 {
+  return p.cols;
+}
+
 fn store(i: u32, r: u32, v: f32) {
   let o = i * p.y_stride + p.y0 + r;
   if (p.accumulate != 0u) { Y[o] = Y[o] + v; } else { Y[o] = v; }

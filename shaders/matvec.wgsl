@@ -45,10 +45,11 @@ fn nw4(c: u32) -> vec4<f32> {
 }
 //@end
 
-// WIDE = 1: the weights are read as 16-byte pieces, one vector load each (the format's PIECE,
-// pcol, pword, phdr, pscale, pdq; formats/common.wgsl), through a second view of W: thread t
-// of a row takes pieces t, t + TPR, ..., side by side across the row's threads (a warp's load is
-// 512 contiguous bytes but for the K-quants' block headers), instead of a span's 4-byte loads.
+// WIDE = 1: the weights are read as 16-byte pieces, vector loads (the format's PIECE, pcol,
+// pload, pdq: the part of its file after `//@pieces`; formats/common.wgsl), through a second
+// view of W: thread t of a row takes pieces t, t + TPR, ..., side by side across the row's
+// threads (a warp's load is 512 contiguous bytes but for the K-quants' block headers), instead
+// of a span's 4-byte loads.
 //@if WIDE
 //@if NORM
 @group(0) @binding(6) var<storage, read> W4: array<vec4<u32>>;
@@ -96,13 +97,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let ok_$u = base + t + $uu * TPR < pieces;
     let pc_$u = min(base + t + $uu * TPR, pieces - 1u);
 //@for i < RPT
-    let q_$u_$i = W4[pword(rb_$i, pc_$u)];
-    var h_$u_$i = vec4<f32>(1.0);
-    if (PHDR != 0u) { h_$u_$i = pscale(W4[phdr(rb_$i, pc_$u)], pc_$u); }
+    let q_$u_$i = pload(rb_$i, pc_$u);
 //@if GLU
-    let qu_$u_$i = W4[pword(ru_$i, pc_$u)];
-    var hu_$u_$i = vec4<f32>(1.0);
-    if (PHDR != 0u) { hu_$u_$i = pscale(W4[phdr(ru_$i, pc_$u)], pc_$u); }
+    let qu_$u_$i = pload(ru_$i, pc_$u);
 //@end
 //@end
 //@end
@@ -118,9 +115,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       x *= nw4(c);
 //@end
 //@for i < RPT
-      s_$k_$i += dot(pdq(q_$u_$i, h_$u_$i, $ru, $ju), x);
+      s_$k_$i += dot(pdq(q_$u_$i, $ru, $ju), x);
 //@if GLU
-      u_$k_$i += dot(pdq(qu_$u_$i, hu_$u_$i, $ru, $ju), x);
+      u_$k_$i += dot(pdq(qu_$u_$i, $ru, $ju), x);
 //@end
 //@end
     }

@@ -30,6 +30,12 @@ pub struct Tuning {
     /// (see [`crate::linear::wide`]; [`Tuning::span`] then does not apply to those formats);
     /// `None`: the default there.
     pub wide: Option<bool>,
+    /// With pieces on, the formats that take them, as a mask of `1 << ggml type id`; `None`:
+    /// every format that has them.
+    pub wide_types: Option<u32>,
+    /// With pieces on, whether the matrix-vector forms with RMSNorm fused take them too; `None`:
+    /// yes (see [`crate::linear::wide_with_norm`]).
+    pub wide_norm: Option<bool>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
     pub decode_attention: Option<bool>,
@@ -126,6 +132,8 @@ impl Gpu {
                 span: None,
                 unroll: None,
                 wide: None,
+                wide_types: None,
+                wide_norm: None,
                 rpt_glu: None,
                 rpt: None,
                 fuse: None,

@@ -53,11 +53,13 @@ pub enum Kernel {
     TopK,
     /// A plain read of a buffer: the bench's measured read bandwidth.
     Stream,
+    /// Q8_0 rows regrouped in place at load, so that block weights start on 16-byte boundaries.
+    Repack,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 17] = [
+    pub const ALL: [Kernel; 18] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -75,6 +77,7 @@ impl Kernel {
         Kernel::Swiglu,
         Kernel::TopK,
         Kernel::Stream,
+        Kernel::Repack,
     ];
 
     /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
@@ -97,6 +100,7 @@ impl Kernel {
             Kernel::Swiglu => include_str!("../shaders/swiglu.wgsl"),
             Kernel::TopK => include_str!("../shaders/topk.wgsl"),
             Kernel::Stream => include_str!("../shaders/stream.wgsl"),
+            Kernel::Repack => include_str!("../shaders/repack.wgsl"),
         }
     }
 
@@ -120,6 +124,7 @@ impl Kernel {
             Kernel::Swiglu => "swiglu",
             Kernel::TopK => "topk",
             Kernel::Stream => "stream",
+            Kernel::Repack => "repack",
         }
     }
 
@@ -505,7 +510,11 @@ pub fn compose(key: &PipelineKey) -> String {
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
         s += include_str!("../shaders/formats/common.wgsl");
         s += "\n";
-        s += format_source(ty);
+        // The 16-byte pieces only where they are read: they use the `W4` view that only the
+        // matrix-vector kernel's WIDE form declares.
+        let wide = matches!(key.geometry, Geometry::Rows { wide: true, .. }) && key.kernel == Kernel::Matvec;
+        let src = format_source(ty);
+        s += if wide { src } else { src.split("//@pieces").next().unwrap_or(src) };
         s += "\n";
     }
     if matches!(key.kernel, Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatmulCpu) {

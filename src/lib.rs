@@ -4,7 +4,7 @@
 //!
 //! Layers, each using only the ones before it: [`gguf`] (container) -> [`ggml`] (tensor types,
 //! CPU dequantisation) -> [`config`] (hyperparameters) -> [`gpu`] (device, kernels) ->
-//! [`kernels`] (WGSL, pipeline keys) -> [`weights`] (upload) -> [`program`] (batched ops:
+//! [`kernels`] (WGSL, pipeline keys) -> [`weights`] (upload; [`repack`]) -> [`program`] (batched ops:
 //! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward). [`reference`] is a plain-Rust
 //! f64 forward pass used to check the GPU.
 
@@ -25,6 +25,7 @@ pub mod ops;
 pub mod probe;
 pub mod program;
 pub mod reference;
+pub mod repack;
 pub mod rope;
 pub mod synth;
 pub mod topk;

@@ -72,6 +72,11 @@ pub struct Io<'a> {
 ///
 /// [`crate::gpu::Tuning::tpr`] overrides both.
 pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
+    threads_per_row_of(gpu, ty, rows, cols, wide(gpu, ty, cols))
+}
+
+/// [`threads_per_row`] for a kernel that does (`wide`) or does not read 16-byte pieces.
+fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool) -> u32 {
     if let Some(t) = gpu.tuning().tpr {
         return t;
     }
@@ -80,7 +85,7 @@ pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
     }
     // A thread's unit along the row: a 16-byte piece ([`wide`]) or a span.
     let unit = match crate::kernels::format_piece(ty) {
-        Some((piece, _)) if wide(gpu, ty, cols) => piece,
+        Some((piece, _)) if wide => piece,
         _ => span(gpu, ty),
     };
     (cols / unit).max(1).next_power_of_two().clamp(4, 128)
@@ -127,7 +132,8 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 
 /// Whether the matrix-vector kernel reads a `[rows][cols]` matrix of format `ty` as 16-byte
 /// pieces (`WIDE` in `shaders/matvec.wgsl`): where the format has them
-/// ([`crate::kernels::format_piece`]: Q4_K, F16) and every row starts on a 16-byte boundary; on
+/// ([`crate::kernels::format_piece`]: Q4_K, F16, and Q8_0 as regrouped at load,
+/// [`crate::repack`]) and every row starts on a 16-byte boundary (Q8_0: rows of 256k weights); on
 /// GPUs, off on CPU adapters (a whole row per invocation there), unless
 /// [`crate::gpu::Tuning::wide`] says otherwise. Measured on an H200 (top-1 decode tok/s, spans /
 /// pieces, same session): Llama-3.2-1B shape F16 660-668 / 782-796, Llama-3-8B shape Q4_K_M
@@ -138,7 +144,17 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 /// A sub-allocated part would have to keep its offset a multiple of 16.
 pub fn wide(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
     let fits = crate::kernels::format_piece(ty).is_some() && (cols as u64 / ty.block_size() * ty.block_bytes()) % 16 == 0;
-    fits && gpu.tuning().wide.unwrap_or(!gpu.is_cpu())
+    let t = gpu.tuning();
+    let chosen = t.wide_types.is_none_or(|m| m & (1 << ty as u32) != 0);
+    fits && chosen && t.wide.unwrap_or(!gpu.is_cpu())
+}
+
+/// Whether a matrix-vector kernel with RMSNorm fused ([`Fuse::norm`]) reads its weights as
+/// pieces where [`wide`] says so: yes unless [`crate::gpu::Tuning::wide_norm`] says otherwise.
+/// Measured on an H200 (top-1 decode tok/s, with / without): Llama-3.2-1B shape F16 734 / 686,
+/// Q8_0 782 and 678 / 676 and 615 (its regrouped rows read in spans are slow).
+pub fn wide_with_norm(gpu: &Gpu) -> bool {
+    gpu.tuning().wide_norm.unwrap_or(true)
 }
 
 /// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
@@ -226,11 +242,11 @@ impl Builder<'_> {
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
         let rpt = if glu { self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu)) } else { rows_per_thread(self.gpu) };
-        let wide = wide(self.gpu, w.ty, w.cols);
+        let wide = wide(self.gpu, w.ty, w.cols) && (norm.is_none() || wide_with_norm(self.gpu));
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         let un_multi = if wide { 1 } else { default_spans_per_step(span) };
         for part in &w.parts {
-            let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
+            let tpr = threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide);
             let params = LinearParams {
                 rows: part.rows,
                 cols: w.cols,
@@ -298,10 +314,10 @@ impl Builder<'_> {
         let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
         let norm = norm.filter(|_| fused);
         let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
-        let wide = wide(self.gpu, w.ty, w.cols);
+        let wide = wide(self.gpu, w.ty, w.cols) && (norm.is_none() || wide_with_norm(self.gpu));
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         for (i, part) in w.parts.iter().enumerate() {
-            let tpr = threads_per_row(self.gpu, w.ty, part.rows, w.cols);
+            let tpr = threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide);
             let params = LinearParams {
                 rows: part.rows,
                 cols: w.cols,

@@ -43,6 +43,9 @@ pub struct Llama {
     pub config: Config,
     weights: Weights,
     program: Program,
+    /// Run once before the first batch: the weights' regrouping ([`crate::repack`]), which must
+    /// follow the upload (for a streamed source, done after [`Llama::load`] returns).
+    setup: RefCell<Option<Program>>,
     step: wgpu::Buffer,
     tokens: wgpu::Buffer,
     logits: wgpu::Buffer,
@@ -124,6 +127,9 @@ impl Llama {
         let weights = Weights::load(gpu, g, src, &cfg, progress)?;
         let mut kernels = Kernels::new();
         let mut b = Builder::new(gpu, &mut kernels);
+        for r in &weights.repacks {
+            b.repack(r);
+        }
 
         // Activations: at least MATVEC_TOKENS rows (the multi-token matvec reads that many).
         let rows = batch.max(MATVEC_TOKENS) as u64;
@@ -190,13 +196,14 @@ impl Llama {
         b.head(&weights.output, &xn, d, &logits, cfg.vocab, Some((&x, &weights.out_norm, cfg.eps)));
 
         let topk = TopK::build(&mut b, &logits, cfg.vocab);
-        let Builder { program, buffers, step, .. } = b;
+        let Builder { program, setup, buffers, step, .. } = b;
         gpu.check()?;
         Ok(Llama {
             gpu: gpu.clone(),
             config: cfg,
             weights,
             program,
+            setup: RefCell::new(Some(setup)),
             step,
             tokens,
             logits,
@@ -308,6 +315,7 @@ impl Llama {
 
     fn queue(&self, tokens: &[u32], start_pos: u32, readout: Readout) -> Result<Pending> {
         self.validate(tokens, start_pos)?;
+        self.run_setup();
         if let Readout::TopK(k) = readout {
             self.topk.check(k)?;
         }
@@ -461,6 +469,7 @@ impl Llama {
         if n > self.batch || !self.gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
             return Ok(None);
         }
+        self.run_setup();
         let batch = self.plan(n, pos0, false);
         let count = self.program.dispatches(&batch).len() as u32 * 2;
         let (queries, resolve) = self.timestamps(count);
@@ -496,6 +505,16 @@ impl Llama {
         queries.destroy();
         runs.sort_by(f64::total_cmp);
         Ok(Some((list, runs[2])))
+    }
+
+    /// Submits the setup program (the weights' regrouping) the first time it is called.
+    fn run_setup(&self) {
+        let Some(setup) = self.setup.borrow_mut().take() else { return };
+        if !setup.ops.is_empty() {
+            let mut enc = self.gpu.device.create_command_encoder(&Default::default());
+            setup.record(&mut enc.begin_compute_pass(&Default::default()), &self.plan(1, 0, false));
+            self.gpu.queue.submit([enc.finish()]);
+        }
     }
 
     /// `count` timestamp queries and the buffer they resolve into (the profiler's).

@@ -145,6 +145,8 @@ pub struct Builder<'a> {
     pub kernels: &'a mut Kernels,
     /// The program so far.
     pub program: Program,
+    /// Ops to run once, before the program's first batch (weight regrouping: [`crate::repack`]).
+    pub setup: Program,
     /// Buffers made (uniforms, activations).
     pub buffers: Vec<wgpu::Buffer>,
     /// The per-batch [`Step`] uniform.
@@ -155,7 +157,7 @@ impl<'a> Builder<'a> {
     /// An empty program with its step uniform.
     pub fn new(gpu: &'a Gpu, kernels: &'a mut Kernels) -> Builder<'a> {
         let step = gpu.uniform_of("step", &Step::default());
-        Builder { gpu, kernels, program: Program::default(), buffers: vec![step.clone()], step }
+        Builder { gpu, kernels, program: Program::default(), setup: Program::default(), buffers: vec![step.clone()], step }
     }
 
     /// A uniform buffer holding `value`.

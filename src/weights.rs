@@ -7,6 +7,8 @@
 //! parts (an expert stack by whole experts), each its own buffer holding its rows' bytes from
 //! byte 0, plus one spare word (the kernels' unaligned loads read one word ahead), rounded up to
 //! a multiple of 16 bytes. So GPU weight bytes = file tensor bytes + at most 19 bytes per buffer.
+//! Q8_0 buffers of rows of 256k weights are then regrouped in place on the GPU ([`crate::repack`]): the loader lists
+//! them ([`Weights::repacks`]) for the program's setup.
 //! Only the small 1-D tensors (norm weights) are widened to f32 when not stored as F32.
 
 use crate::config::Config;
@@ -14,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::ggml::{self, GgmlType};
 use crate::gguf::{ByteSource, Gguf, TensorInfo};
 use crate::gpu::Gpu;
+use crate::repack::{regrouped, Repack};
 
 /// Bytes of raw tensor data handled per CPU transform step (bounds the scratch memory).
 const CHUNK_BYTES: u64 = 4 << 20;
@@ -202,6 +205,8 @@ pub struct Weights {
     pub gpu_bytes: u64,
     /// Bytes of the tensors read from the file.
     pub file_bytes: u64,
+    /// Buffers to regroup before the first kernel reads them ([`crate::repack`]).
+    pub repacks: Vec<Repack>,
 }
 
 /// Uploads bytes of a source to GPU buffers.
@@ -211,6 +216,8 @@ pub(crate) struct Loader<'a> {
     pub(crate) max_binding: u64,
     pub(crate) buffers: Vec<wgpu::Buffer>,
     pub(crate) gpu_bytes: u64,
+    /// Buffers uploaded in a layout to regroup ([`crate::repack`]).
+    pub(crate) repacks: Vec<Repack>,
 }
 
 /// Bytes of the buffer for `bytes` bytes of stored weights: one spare word that the kernels'
@@ -233,7 +240,7 @@ pub fn per_binding(limit: u64, bytes: u64) -> u64 {
 
 impl<'a> Loader<'a> {
     pub(crate) fn new(gpu: &'a Gpu, src: &'a dyn TensorSource) -> Loader<'a> {
-        Loader { gpu, src, max_binding: gpu.max_binding(), buffers: Vec::new(), gpu_bytes: 0 }
+        Loader { gpu, src, max_binding: gpu.max_binding(), buffers: Vec::new(), gpu_bytes: 0, repacks: Vec::new() }
     }
 
     fn buffer(&mut self, label: &str, size: u64) -> Result<wgpu::Buffer> {
@@ -301,11 +308,22 @@ impl<'a> Loader<'a> {
         Ok(out)
     }
 
-    /// A `[rows][cols]` matrix of type `ty` stored at `offset` in the source, kept as stored.
+    /// Lists `buffer` (`rows` rows of `cols` weights of type `ty`) for regrouping, if its type is.
+    fn regroup(&mut self, ty: GgmlType, buffer: &wgpu::Buffer, rows: u32, cols: u32) {
+        if regrouped(ty, cols) {
+            self.repacks.push(Repack { buffer: buffer.clone(), rows, cols });
+        }
+    }
+
+    /// A `[rows][cols]` matrix of type `ty` stored at `offset` in the source, kept as stored
+    /// (Q8_0 listed for regrouping).
     pub(crate) fn matrix(&mut self, name: &str, ty: GgmlType, offset: u64, rows: u32, cols: u32) -> Result<Matrix> {
         let row_bytes = row_bytes(name, ty, cols)?;
         let parts = self.parts(name, "", name.into(), offset, rows, row_bytes)?;
-        let parts = parts.into_iter().map(|(row_start, rows, buffer)| MatPart { row_start, rows, buffer }).collect();
+        let parts: Vec<MatPart> = parts.into_iter().map(|(row_start, rows, buffer)| MatPart { row_start, rows, buffer }).collect();
+        for p in &parts {
+            self.regroup(ty, &p.buffer, p.rows, cols);
+        }
         Ok(Matrix { ty, rows, cols, parts })
     }
 
@@ -328,6 +346,7 @@ impl<'a> Loader<'a> {
             self.src.upload(self.gpu, &buffer, at, t.offset, len)?;
             at += len;
         }
+        self.regroup(ty, &buffer, rows, cols);
         Ok(Some(Matrix { ty, rows, cols, parts: vec![MatPart { row_start: 0, rows, buffer }] }))
     }
 
@@ -339,7 +358,10 @@ impl<'a> Loader<'a> {
             return Err(Error::Config(format!("{name}: {rows} rows per expert; the expert kernels handle at most 65535")));
         }
         let parts = self.parts(name, "experts ", format!("{name} (one expert)"), offset, experts, rows as u64 * row_bytes)?;
-        let parts = parts.into_iter().map(|(expert_start, experts, buffer)| ExpertPart { expert_start, experts, buffer }).collect();
+        let parts: Vec<ExpertPart> = parts.into_iter().map(|(expert_start, experts, buffer)| ExpertPart { expert_start, experts, buffer }).collect();
+        for p in &parts {
+            self.regroup(ty, &p.buffer, p.experts * rows, cols);
+        }
         Ok(Experts { ty, experts, rows, cols, parts })
     }
 }
@@ -476,6 +498,7 @@ impl Weights {
             layers.push(Layer { attn_norm, qkv, o: wo, ffn_norm, ffn });
         }
         gpu.check()?;
-        Ok(Weights { embd, out_norm, output, layers, rope_freqs, buffers: std::mem::take(&mut ld.buffers), gpu_bytes: ld.gpu_bytes, file_bytes })
+        let repacks = std::mem::take(&mut ld.repacks);
+        Ok(Weights { embd, out_norm, output, layers, rope_freqs, buffers: std::mem::take(&mut ld.buffers), gpu_bytes: ld.gpu_bytes, file_bytes, repacks })
     }
 }

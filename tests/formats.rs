@@ -101,7 +101,15 @@ fn widths(ty: GgmlType) -> Vec<u32> {
     match ty.block_size() {
         // (2056: F16 and BF16 rows of 16-byte pieces with a partial last step.)
         1 => vec![1, 2, 3, 37, 64, 67, 2051, 2056],
-        b => vec![b as u32, 2 * b as u32, 3 * b as u32, if b == 32 { 32 * 81 } else { 256 * 11 }],
+        b => {
+            let mut w = vec![b as u32, 2 * b as u32, 3 * b as u32, if b == 32 { 32 * 81 } else { 256 * 11 }];
+            // Q8_0 rows of whole regrouped groups of 8 blocks (`webgpu_llama::repack`), read as
+            // 16-byte pieces (the other widths keep the file's layout).
+            if ty == GgmlType::Q8_0 {
+                w.push(768);
+            }
+            w
+        }
     }
 }
 

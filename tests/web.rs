@@ -863,8 +863,9 @@ async fn an_aborted_load_rejects_with_the_signals_reason() {
 /// SwiftShader counts as a CPU adapter, so `createLlama` runs the CPU kernel forms here. This
 /// test adopts the host's device as `createLlama` does (with its subgroups, where offered) and
 /// forces the GPU policy: the one-token and multi-token matrix-vector kernels with RMSNorm and
-/// SwiGLU fused, Q4_K and F16 as 16-byte pieces, Q8_0 in spans, row sums by subgroup shuffles
-/// when the device has one subgroup size: against rmsnorm, matvec and SwiGLU in f64.
+/// SwiGLU fused, Q4_K, F16 and Q8_0 (regrouped at load: rows of 512) as 16-byte pieces, row
+/// sums by subgroup shuffles when the device has one subgroup size: against rmsnorm, matvec and
+/// SwiGLU in f64.
 #[wasm_bindgen_test]
 async fn gpu_kernel_forms_match_the_f64_reference() {
     use webgpu_llama::{ggml, oneshot, reference};

@@ -18,16 +18,19 @@
 //     block, its scale) comes from cb alone, so that the calls of a span that share cb share that
 //     work (matvec.wgsl; dq4 below is the general form); each weight
 //     exactly ggml's dequantised f32 value (ggml-quants.c dequantize_row_*).
+//   row_cols(): not defined here but by every weight kernel: the width of the rows it reads (Q8_0
+//     needs it: rows of 256k weights are regrouped at load, see q8_0.wgsl).
 // Optionally, 16-byte pieces (matvec.wgsl's WIDE form, where the format's rows start on 16-byte
-// boundaries of a buffer bound from byte 0, as every weight part is; kernels::format_piece reads
-// PIECE and RUNS from the file):
-//   PIECE: weights per 16-byte piece; RUNS: runs of PIECE / RUNS consecutive weights in a piece;
-//   PHDR: 1 when a piece needs its block's header (a second 16-byte load), else 0;
-//   pcol(p, r): the first column of run r of piece p; pword(rb, p), phdr(rb, p): the vec4<u32>
-//     index of piece p of the row starting at byte rb, and of its header;
-//   pscale(h, p): what the runs of piece p take from header h (scales, mins), decoded once;
-//   pdq(q, s, r, j): weights 4j .. 4j + 4 of run r of the piece whose words are q and whose
-//     pscale is s, each exactly ggml's dequantised value.
+// boundaries of a buffer bound from byte 0, as every weight part is): the part of the file after
+// its `//@pieces` line, composed into that form only (it reads the weights' second view
+// `W4: array<vec4<u32>>`, which only that form declares; kernels::format_piece reads PIECE and
+// RUNS):
+//   PIECE: weights per piece; RUNS: runs of PIECE / RUNS consecutive weights in a piece;
+//   struct Piece: what a thread holds of a piece (its words, its decoded scales);
+//   pcol(p, r): the first column of run r of piece p;
+//   pload(rb, p): piece p of the row starting at byte rb: its vector loads (one or more, and any
+//     header of its block, shared by the block's pieces through the cache), scales decoded once;
+//   pdq(q, r, j): weights 4j .. 4j + 4 of run r of piece q, each exactly ggml's dequantised value.
 // Weight kernels use nothing else of a format: matvec and matmul (and embed, through `dequant`).
 
 // The four bytes at even byte offset x + o (o a multiple of 4), as one little-endian word (two

@@ -12,27 +12,21 @@ fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   return vec4<f32>(unpack2x16float(ld2(x, 2u * o)), unpack2x16float(ld2(x, 2u * o + 4u)));
 }
 
-// 16-byte pieces (matvec.wgsl's WIDE form; interface in common.wgsl): 8 weights, no header.
+//@pieces
+// 16-byte pieces (matvec.wgsl's WIDE form; interface in common.wgsl): 8 weights, one load.
 const PIECE: u32 = 8u;
 const RUNS: u32 = 1u;
-const PHDR: u32 = 0u;
+
+struct Piece { q: vec4<u32> }
 
 fn pcol(p: u32, r: u32) -> u32 {
   return 8u * p;
 }
 
-fn pword(rb: u32, p: u32) -> u32 {
-  return (rb >> 4u) + p;
+fn pload(rb: u32, p: u32) -> Piece {
+  return Piece(W4[(rb >> 4u) + p]);
 }
 
-fn phdr(rb: u32, p: u32) -> u32 {
-  return 0u;
-}
-
-fn pscale(h: vec4<u32>, p: u32) -> vec4<f32> {
-  return vec4<f32>(1.0);
-}
-
-fn pdq(q: vec4<u32>, s: vec4<f32>, r: u32, j: u32) -> vec4<f32> {
-  return vec4<f32>(unpack2x16float(q[2u * j]), unpack2x16float(q[2u * j + 1u]));
+fn pdq(q: Piece, r: u32, j: u32) -> vec4<f32> {
+  return vec4<f32>(unpack2x16float(q.q[2u * j]), unpack2x16float(q.q[2u * j + 1u]));
 }

@@ -18,37 +18,34 @@ fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   return dm.x * vec4<f32>(q) - dm.y;
 }
 
+//@pieces
 // 16-byte pieces (matvec.wgsl's WIDE form; interface in common.wgsl): piece p of a row is qs
 // bytes 16 (p % 8) .. + 16 of block p / 8 (vec4 1 + p % 8 of the block's nine), read with one
 // vector load; its low nibbles are the 16 weights from pcol(p, 0), its high ones the 16 from
 // pcol(p, 1), with the scale/min pairs 2c and 2c + 1 (c = (p % 8) / 2) of the block's header
-// (its first vec4: d, dmin, the 12 scale bytes).
+// (its first vec4: d, dmin, the 12 scale bytes; a second load, shared by the block's 8 pieces).
 const PIECE: u32 = 32u;
 const RUNS: u32 = 2u;
-const PHDR: u32 = 1u;
+
+// The piece's qs bytes, and (scale, min) of run 0 in s.xy, of run 1 in s.zw.
+struct Piece { q: vec4<u32>, s: vec4<f32> }
 
 fn pcol(p: u32, r: u32) -> u32 {
   return (p >> 3u) * 256u + 64u * ((p & 7u) >> 1u) + 16u * (p & 1u) + 32u * r;
 }
 
-fn pword(rb: u32, p: u32) -> u32 {
-  return (rb >> 4u) + 9u * (p >> 3u) + 1u + (p & 7u);
-}
-
-fn phdr(rb: u32, p: u32) -> u32 {
-  return (rb >> 4u) + 9u * (p >> 3u);
-}
-
-// (scale, min) of run 0 in xy, of run 1 in zw, from the block's header h.
-fn pscale(h: vec4<u32>, p: u32) -> vec4<f32> {
+fn pload(rb: u32, p: u32) -> Piece {
+  let v = (rb >> 4u) + 9u * (p >> 3u);
+  let q = W4[v + 1u + (p & 7u)];
+  let h = W4[v];
   let dm = unpack2x16float(h.x);
   let sm = vec4<f32>(scale_min_k4(2u * ((p & 7u) >> 1u), h.y, h.z, h.w));
-  return vec4<f32>(dm.x, dm.y, dm.x, dm.y) * sm;
+  return Piece(q, vec4<f32>(dm.x, dm.y, dm.x, dm.y) * sm);
 }
 
-// Weights 4j .. 4j + 4 of run r of the piece whose words are q and scales s.
-fn pdq(q: vec4<u32>, s: vec4<f32>, r: u32, j: u32) -> vec4<f32> {
-  let n = bytes4(q[j], 4u * r) & vec4<u32>(15u);
-  let sm = select(s.xy, s.zw, r == 1u);
+// Weights 4j .. 4j + 4 of run r of piece q.
+fn pdq(q: Piece, r: u32, j: u32) -> vec4<f32> {
+  let n = bytes4(q.q[j], 4u * r) & vec4<u32>(15u);
+  let sm = select(q.s.xy, q.s.zw, r == 1u);
   return sm.x * vec4<f32>(n) - sm.y;
 }

@@ -1,13 +1,53 @@
 // formats/q8_0.wgsl: GGML Q8_0 (ggml-common.h block_q8_0): 32 weights in 34 bytes,
-// { f16 d; i8 qs[32] }; value q * d (ggml-quants.c dequantize_row_q8_0). Blocks alternate
-// between word aligned and 2 bytes in (`ld`). (Interface: common.wgsl.)
+// { f16 d; i8 qs[32] }; value q * d (ggml-quants.c dequantize_row_q8_0). In rows of 256k weights
+// the blocks are regrouped on the GPU (shaders/repack.wgsl, at load): groups of 8 blocks, a group
+// being their qs (256 bytes) then their d values (16 bytes), so that every qs starts on a word
+// and every group on a 16-byte boundary (the pieces below). Other rows keep the file's layout,
+// whose blocks alternate between word aligned and 2 bytes in (`ld`). Which one: row_cols().
+// (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 32u;
 const BLOCK_BYTES: u32 = 34u;
 const GROUP: u32 = 32u;
 const CHUNK: u32 = 32u;
 
+// Byte offsets of the qs and of the d of block b of the row starting at byte rb.
+fn q8_block(rb: u32, b: u32) -> vec2<u32> {
+  if (row_cols() % 256u == 0u) {
+    let gb = rb + 272u * (b >> 3u);
+    return vec2<u32>(gb + 32u * (b & 7u), gb + 256u + 2u * (b & 7u));
+  }
+  let bb = rb + 34u * b;
+  return vec2<u32>(bb + 2u, bb);
+}
+
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
-  let bb = rb + 34u * (cb >> 5u);
-  let q = (vec4<i32>(bitcast<i32>(ld2(bb + 2u + (cb & 31u), o))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
-  return vec4<f32>(q) * half(h16(bb));
+  let blk = q8_block(rb, cb >> 5u);
+  let q = (vec4<i32>(bitcast<i32>(ld2(blk.x + (cb & 31u), o))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+  return vec4<f32>(q) * half(h16(blk.y));
+}
+
+//@pieces
+// 16-byte pieces (matvec.wgsl's WIDE form, regrouped rows): piece p is half p % 2 of block
+// p / 2's qs, 16 weights in one load (a group is 17 vec4s: 16 of qs, then the d values); its d
+// is one more load, shared by the group's 16 pieces.
+const PIECE: u32 = 16u;
+const RUNS: u32 = 1u;
+
+struct Piece { q: vec4<u32>, d: f32 }
+
+fn pcol(p: u32, r: u32) -> u32 {
+  return 16u * p;
+}
+
+fn pload(rb: u32, p: u32) -> Piece {
+  let b = p >> 1u;
+  let q = W4[(rb >> 4u) + 17u * (b >> 3u) + 2u * (b & 7u) + (p & 1u)];
+  let d = unpack2x16float(W[(rb >> 2u) + 68u * (b >> 3u) + 64u + ((b & 7u) >> 1u)])[b & 1u];
+  return Piece(q, d);
+}
+
+// Weights 4j .. 4j + 4 of piece q.
+fn pdq(q: Piece, r: u32, j: u32) -> vec4<f32> {
+  let v = (vec4<i32>(bitcast<i32>(q.q[j])) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+  return vec4<f32>(v) * q.d;
 }

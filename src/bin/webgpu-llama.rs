@@ -150,9 +150,17 @@ mod cli {
         #[arg(long)]
         unroll: Option<u32>,
         /// Read the matrix-vector kernel's weights as 16-byte pieces where the format has them
-        /// (Q4_K, F16): on / off (default: by device).
+        /// (Q4_K, F16, Q8_0): on / off (default: by device).
         #[arg(long)]
         wide: Option<bool>,
+        /// With pieces: only these formats take them (comma list of GGML type names, e.g.
+        /// `q4_k,f16`; default: all that have them).
+        #[arg(long, value_delimiter = ',')]
+        wide_types: Option<Vec<String>>,
+        /// With pieces: whether the matrix-vector forms with RMSNorm fused take them too
+        /// (default: true).
+        #[arg(long)]
+        wide_norm: Option<bool>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
@@ -223,6 +231,15 @@ mod cli {
                 t.unroll = Some(n);
             }
             t.wide = self.wide.or(t.wide);
+            if let Some(names) = &self.wide_types {
+                let mut mask = 0u32;
+                for n in names {
+                    let ty = webgpu_llama::ggml::GgmlType::from_name(n).ok_or_else(|| format!("--wide-types {n}: not a GGML type name"))?;
+                    mask |= 1 << ty as u32;
+                }
+                t.wide_types = Some(mask);
+            }
+            t.wide_norm = self.wide_norm.or(t.wide_norm);
             if let Some(n) = self.rpt {
                 if !(1..=8).contains(&n) {
                     return Err(format!("--rpt {n}: expected 1 to 8").into());

@@ -1,0 +1,55 @@
+//! Weights regrouped on the GPU once, after their upload, into a layout the kernels read faster
+//! (the same bytes per row, so no larger than the file). Q8_0's 34-byte blocks (an f16 `d`, then
+//! 32 int8 weights) put all but every eighth block off the 16-byte grid; regrouped, each row of
+//! 256k weights holds groups of 8 blocks' weights (256 bytes) followed by their 8 `d` values
+//! (`shaders/repack.wgsl`, read by `shaders/formats/q8_0.wgsl`), and the matrix-vector kernel
+//! reads the weights as 16-byte pieces. The regrouping runs in place, in the buffer the file's
+//! bytes were uploaded to: no staging memory, and any source works (the browser's streamed files
+//! included, whose bytes arrive after the load is planned), as long as it runs after the upload
+//! and before the first kernel reads the buffer: [`Builder::repack`] records it into the
+//! builder's setup program, which [`crate::Llama`] runs before its first batch.
+//!
+//! Q6_K (210-byte blocks, `d` last) was regrouped the same way and read as pieces, and measured
+//! no faster on an H200 (BENCHMARKS.md v8): it keeps the file's layout.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::ggml::GgmlType;
+use crate::kernels::{Kernel, PipelineKey};
+use crate::program::{grid, Builder, Op};
+
+/// A buffer of `rows` rows of `cols` Q8_0 weights to regroup (from byte 0, as uploaded).
+#[derive(Clone)]
+pub struct Repack {
+    /// The rows, stored as the file holds them until regrouped.
+    pub buffer: wgpu::Buffer,
+    /// Rows in the buffer (all experts of an expert part together).
+    pub rows: u32,
+    /// Weights per row (a multiple of 256).
+    pub cols: u32,
+}
+
+/// Whether rows of `cols` weights of type `ty` are regrouped after upload: Q8_0 rows of whole
+/// groups (256k weights). `shaders/formats/q8_0.wgsl` decides the same way from the row width
+/// (`row_cols()`).
+pub fn regrouped(ty: GgmlType, cols: u32) -> bool {
+    ty == GgmlType::Q8_0 && cols % 256 == 0
+}
+
+/// The uniform of `shaders/repack.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct RepackParams {
+    groups: u32,
+    pad: [u32; 3],
+}
+
+impl Builder<'_> {
+    /// Records the regrouping of `r` into the setup program: a workgroup per group of 8 blocks.
+    pub fn repack(&mut self, r: &Repack) {
+        let groups = r.rows * (r.cols / 256);
+        let p = self.uniform("repack", &RepackParams { groups, pad: [0; 3] });
+        let v = self.variant(PipelineKey::plain(Kernel::Repack), &[&p, &r.buffer]);
+        self.setup.ops.push(Op { variants: vec![v], plan: Box::new(move |_| Some((0, grid(groups)))), traffic: Box::new(|_| 0) });
+    }
+}
