@@ -1,7 +1,8 @@
 // linear.wgsl: the bindings shared by matvec.wgsl and matmul.wgsl, the two kernels of a linear
 // op Y (+)= W X over a batch of tokens (kernels::Kernel::Matvec / Matmul; `linear::Linear` picks
 // one per batch size). Composed after formats/common.wgsl and one formats/<type>.wgsl.
-// W: one part of a [rows][cols] weight matrix in its GGUF storage format (row r at byte
+// W: one part of a [rows][cols] weight matrix in its GGUF storage format (as formats/<type>.wgsl
+// reads it, regrouped for Q8_0 rows of 256k weights; row r at byte
 // r * cols / BLOCK_ELEMS * BLOCK_BYTES of this part's buffer). X: activations [n][x_stride] f32,
 // token i's input at X[(x_row0 + i) * x_stride ..]. Y: [n][y_stride] f32, token i's output row r
 // at Y[i * y_stride + y0 + r]; with `accumulate` added to what is there (the residual stream).

@@ -32,7 +32,7 @@ pub struct Tuning {
     pub wide: Option<bool>,
     /// With pieces on, the formats that take them, as a mask of `1 << ggml type id`; `None`:
     /// every format that has them.
-    pub wide_types: Option<u32>,
+    pub wide_types: Option<u64>,
     /// With pieces on, whether the matrix-vector forms with RMSNorm fused take them too; `None`:
     /// yes (see [`crate::linear::wide_with_norm`]).
     pub wide_norm: Option<bool>,

@@ -514,7 +514,7 @@ pub fn compose(key: &PipelineKey) -> String {
         // matrix-vector kernel's WIDE form declares.
         let wide = matches!(key.geometry, Geometry::Rows { wide: true, .. }) && key.kernel == Kernel::Matvec;
         let src = format_source(ty);
-        s += if wide { src } else { src.split("//@pieces").next().unwrap_or(src) };
+        s += if wide { src } else { src.split("\n//@pieces\n").next().unwrap_or_default() };
         s += "\n";
     }
     if matches!(key.kernel, Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatmulCpu) {

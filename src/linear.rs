@@ -145,14 +145,17 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 pub fn wide(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
     let fits = crate::kernels::format_piece(ty).is_some() && (cols as u64 / ty.block_size() * ty.block_bytes()) % 16 == 0;
     let t = gpu.tuning();
-    let chosen = t.wide_types.is_none_or(|m| m & (1 << ty as u32) != 0);
+    let chosen = t.wide_types.is_none_or(|m| m & (1 << ty as u64) != 0);
     fits && chosen && t.wide.unwrap_or(!gpu.is_cpu())
 }
 
 /// Whether a matrix-vector kernel with RMSNorm fused ([`Fuse::norm`]) reads its weights as
 /// pieces where [`wide`] says so: yes unless [`crate::gpu::Tuning::wide_norm`] says otherwise.
-/// Measured on an H200 (top-1 decode tok/s, with / without): Llama-3.2-1B shape F16 734 / 686,
-/// Q8_0 782 and 678 / 676 and 615 (its regrouped rows read in spans are slow).
+/// Measured on an H200 (top-1 decode tok/s, with / without, same session, BENCHMARKS.md v8):
+/// Llama-3.2-1B shape F16 734 / 686; Q8_0 782 / 676 and 678 / 615 (on GPUs, Q8_0's regrouped
+/// rows read in spans are slower than the file's layout in spans, so Q8_0 wants pieces
+/// everywhere there; on CPU adapters the spans decode as fast as before: lavapipe,
+/// TinyLlama-1.1B shape Q8_0, 1.51-1.57 against 1.48-1.65 s a token).
 pub fn wide_with_norm(gpu: &Gpu) -> bool {
     gpu.tuning().wide_norm.unwrap_or(true)
 }

@@ -124,11 +124,11 @@ impl Llama {
         }
         let row_bytes = widest_row(&cfg) * 4;
         let batch = opts.batch.unwrap_or(DEFAULT_BATCH).clamp(1, cfg.ctx).min((gpu.max_binding() / row_bytes).max(1) as u32);
-        let weights = Weights::load(gpu, g, src, &cfg, progress)?;
+        let mut weights = Weights::load(gpu, g, src, &cfg, progress)?;
         let mut kernels = Kernels::new();
         let mut b = Builder::new(gpu, &mut kernels);
-        for r in &weights.repacks {
-            b.repack(r);
+        for r in std::mem::take(&mut weights.repacks) {
+            b.repack(&r);
         }
 
         // Activations: at least MATVEC_TOKENS rows (the multi-token matvec reads that many).

@@ -2,7 +2,7 @@
 //! test-backend-ops: every op against the CPU reference with a tokens axis), their perf mode, and
 //! the browser's `testMatvecQ8` ([`crate::probe`]). Weights are uploaded exactly as
 //! [`crate::llama::Llama::load`] uploads them (their stored bytes, split into parts when
-//! [`Gpu::max_binding`] asks), the op is built by the same [`Builder`] methods as the forward
+//! [`Gpu::max_binding`] asks, regrouped where [`crate::repack`] says), the op is built by the same [`Builder`] methods as the forward
 //! program, and run as one batch of `n` tokens (so the kernel variant is the one a model would pick
 //! for that batch). Every GPU buffer made is destroyed before returning.
 //!

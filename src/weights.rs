@@ -7,8 +7,9 @@
 //! parts (an expert stack by whole experts), each its own buffer holding its rows' bytes from
 //! byte 0, plus one spare word (the kernels' unaligned loads read one word ahead), rounded up to
 //! a multiple of 16 bytes. So GPU weight bytes = file tensor bytes + at most 19 bytes per buffer.
-//! Q8_0 buffers of rows of 256k weights are then regrouped in place on the GPU ([`crate::repack`]): the loader lists
-//! them ([`Weights::repacks`]) for the program's setup.
+//! Q8_0 rows of 256k weights are then regrouped in place on the GPU, the same bytes in another
+//! order ([`crate::repack`]): the loader lists those buffers ([`Weights::repacks`]) for the
+//! program's setup.
 //! Only the small 1-D tensors (norm weights) are widened to f32 when not stored as F32.
 
 use crate::config::Config;
@@ -117,7 +118,8 @@ pub struct MatPart {
     pub row_start: u32,
     /// Rows in the part.
     pub rows: u32,
-    /// The rows' bytes as stored in the file (row `r` at byte `r * row_bytes`), padded.
+    /// The rows' bytes as stored in the file (row `r` at byte `r * row_bytes`; Q8_0 regrouped
+    /// within rows, [`crate::repack`]), padded.
     pub buffer: wgpu::Buffer,
 }
 
@@ -142,7 +144,8 @@ pub struct ExpertPart {
     pub expert_start: u32,
     /// Experts in the part.
     pub experts: u32,
-    /// Their bytes as stored (expert `e` row `r` at byte `((e - expert_start) * rows + r) * row_bytes`).
+    /// Their bytes as stored (expert `e` row `r` at byte `((e - expert_start) * rows + r) *
+    /// row_bytes`; Q8_0 regrouped within rows, [`crate::repack`]).
     pub buffer: wgpu::Buffer,
 }
 
@@ -205,7 +208,8 @@ pub struct Weights {
     pub gpu_bytes: u64,
     /// Bytes of the tensors read from the file.
     pub file_bytes: u64,
-    /// Buffers to regroup before the first kernel reads them ([`crate::repack`]).
+    /// Buffers to regroup before the first kernel reads them ([`crate::repack`]); emptied by
+    /// [`crate::Llama::load`], which records them into its setup program.
     pub repacks: Vec<Repack>,
 }
 

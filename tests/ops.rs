@@ -164,14 +164,15 @@ fn linear_every_format() {
 /// The decode fusions (RMSNorm into the linear op, SwiGLU into the gate/up projection) for every
 /// format the quantizer makes, over the tokens axis (the fused matrix-vector forms for T <= 8,
 /// rmsnorm + the tiled kernel + swiglu above), with the GPU and the CPU workgroup shapes and spans
-/// of 4, 12 and the format's default (the GPU default reads Q4_K and F16 as 16-byte pieces; the
-/// spans-of-12 case turns pieces off): against rmsnorm, matvec and SwiGLU in f64.
+/// of 4, 12 and the format's default (the GPU default reads Q4_K, F16 and Q8_0 as 16-byte
+/// pieces; the spans-of-12 case turns pieces off): against rmsnorm, matvec and SwiGLU in f64.
 #[test]
 fn linear_fused_norm_and_swiglu() {
     let base = gpu(false);
     let mut rng = Rng(11);
     for ty in GgmlType::ALL {
-        let cols = if ty.block_size() == 256 { 512 } else { 160 };
+        // 256 for the 32-weight blocks: Q8_0 rows regrouped at load and read as pieces.
+        let cols = if ty.block_size() == 256 { 512 } else { 256 };
         let rows = 2 * 37u32;
         let w = rng.vec((rows * cols) as usize);
         let Ok(bytes) = ggml::quantize(ty, &w) else { continue };

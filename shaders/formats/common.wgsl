@@ -1,6 +1,7 @@
 // formats/common.wgsl: helpers shared by every format file; composed first, before the format
 // file and the kernel file (see `kernels::compose`). Weights are the GGUF's stored bytes, uploaded
-// unchanged (little-endian) and read as `W: array<u32>`; `X: array<vec4<f32>>` is the kernel's
+// unchanged (little-endian; Q8_0 rows of 256k weights then regrouped, repack.wgsl) and read as
+// `W: array<u32>`; `X: array<vec4<f32>>` is the kernel's
 // f32 activations, read four values at a time (a quarter of the loads: on CPU implementations
 // such as lavapipe and SwiftShader the vector loads are most of a matvec's cost). Both are
 // declared by the kernel file. Every GGML block is a whole number of 16-bit halfwords, so every

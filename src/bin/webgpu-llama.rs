@@ -232,9 +232,12 @@ mod cli {
             }
             t.wide = self.wide.or(t.wide);
             if let Some(names) = &self.wide_types {
-                let mut mask = 0u32;
+                let mut mask = 0u64;
                 for n in names {
                     let ty = webgpu_llama::ggml::GgmlType::from_name(n).ok_or_else(|| format!("--wide-types {n}: not a GGML type name"))?;
+                    if webgpu_llama::kernels::format_piece(ty).is_none() {
+                        return Err(format!("--wide-types {n}: {} has no 16-byte pieces (Q4_K, F16 and Q8_0 do)", ty.name()).into());
+                    }
                     mask |= 1 << ty as u32;
                 }
                 t.wide_types = Some(mask);
