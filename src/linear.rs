@@ -160,6 +160,11 @@ pub fn wide_with_norm(gpu: &Gpu) -> bool {
     gpu.tuning().wide_norm.unwrap_or(true)
 }
 
+/// [`wide`] for a matrix-vector form with (`norm`) or without RMSNorm fused.
+fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
+    wide(gpu, ty, cols) && (!norm || wide_with_norm(gpu))
+}
+
 /// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
 /// accumulators would outgrow workgroup memory): each load of the activations then serves that
 /// many rows, and a thread keeps that many more weight loads in flight. 2 on a GPU, 4 on CPU
@@ -245,7 +250,7 @@ impl Builder<'_> {
         let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
         let rpt = if glu { self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu)) } else { rows_per_thread(self.gpu) };
-        let wide = wide(self.gpu, w.ty, w.cols) && (norm.is_none() || wide_with_norm(self.gpu));
+        let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         let un_multi = if wide { 1 } else { default_spans_per_step(span) };
         for part in &w.parts {
@@ -317,7 +322,7 @@ impl Builder<'_> {
         let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
         let norm = norm.filter(|_| fused);
         let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
-        let wide = wide(self.gpu, w.ty, w.cols) && (norm.is_none() || wide_with_norm(self.gpu));
+        let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         for (i, part) in w.parts.iter().enumerate() {
             let tpr = threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide);

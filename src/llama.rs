@@ -509,11 +509,8 @@ impl Llama {
 
     /// Submits the setup program (the weights' regrouping) the first time it is called.
     fn run_setup(&self) {
-        let Some(setup) = self.setup.borrow_mut().take() else { return };
-        if !setup.ops.is_empty() {
-            let mut enc = self.gpu.device.create_command_encoder(&Default::default());
-            setup.record(&mut enc.begin_compute_pass(&Default::default()), &self.plan(1, 0, false));
-            self.gpu.queue.submit([enc.finish()]);
+        if let Some(setup) = self.setup.borrow_mut().take() {
+            setup.submit(&self.gpu, &self.plan(1, 0, false));
         }
     }
 

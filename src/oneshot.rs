@@ -106,16 +106,10 @@ async fn run(
         for r in std::mem::take(&mut ld.repacks) {
             b.repack(&r);
         }
-        if !b.setup.ops.is_empty() {
-            let mut enc = gpu.device.create_command_encoder(&Default::default());
-            b.setup.record(&mut enc.begin_compute_pass(&Default::default()), &batch);
-            gpu.queue.submit([enc.finish()]);
-        }
+        b.setup.submit(gpu, &batch);
         gpu.queue.write_buffer(&b.step, 0, bytemuck::bytes_of(&Step::of(&batch)));
         let timing = if repeats == 0 {
-            let mut enc = gpu.device.create_command_encoder(&Default::default());
-            b.program.record(&mut enc.begin_compute_pass(&Default::default()), &batch);
-            gpu.queue.submit([enc.finish()]);
+            b.program.submit(gpu, &batch);
             None
         } else {
             Some(time(gpu, &b, &batch, repeats)?)

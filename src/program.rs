@@ -101,6 +101,22 @@ impl Program {
             .collect()
     }
 
+    /// Appends an op of `variants` planned by `plan` (no traffic estimate).
+    pub fn push(&mut self, variants: Vec<Variant>, plan: impl Fn(&Batch) -> Option<(usize, [u32; 3])> + 'static) {
+        self.ops.push(Op { variants, plan: Box::new(plan), traffic: Box::new(|_| 0) });
+    }
+
+    /// Records `batch` into one compute pass of a command buffer of its own and submits it
+    /// (nothing when the program is empty).
+    pub fn submit(&self, gpu: &Gpu, batch: &Batch) {
+        if self.ops.is_empty() {
+            return;
+        }
+        let mut enc = gpu.device.create_command_encoder(&Default::default());
+        self.record(&mut enc.begin_compute_pass(&Default::default()), batch);
+        gpu.queue.submit([enc.finish()]);
+    }
+
     /// Records `batch` into one compute pass.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, batch: &Batch) {
         for d in self.dispatches(batch) {
@@ -182,7 +198,7 @@ impl<'a> Builder<'a> {
 
     /// Appends an op.
     pub fn op(&mut self, variants: Vec<Variant>, plan: impl Fn(&Batch) -> Option<(usize, [u32; 3])> + 'static) {
-        self.program.ops.push(Op { variants, plan: Box::new(plan), traffic: Box::new(|_| 0) });
+        self.program.push(variants, plan);
     }
 
     /// Sets the memory traffic of the op appended last (for the profiler).

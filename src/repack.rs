@@ -16,7 +16,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::ggml::GgmlType;
 use crate::kernels::{Kernel, PipelineKey};
-use crate::program::{grid, Builder, Op};
+use crate::program::{grid, Builder};
 
 /// A buffer of `rows` rows of `cols` Q8_0 weights to regroup (from byte 0, as uploaded).
 #[derive(Clone)]
@@ -50,6 +50,6 @@ impl Builder<'_> {
         let groups = r.rows * (r.cols / 256);
         let p = self.uniform("repack", &RepackParams { groups, pad: [0; 3] });
         let v = self.variant(PipelineKey::plain(Kernel::Repack), &[&p, &r.buffer]);
-        self.setup.ops.push(Op { variants: vec![v], plan: Box::new(move |_| Some((0, grid(groups)))), traffic: Box::new(|_| 0) });
+        self.setup.push(vec![v], move |_| Some((0, grid(groups))));
     }
 }
