@@ -52,3 +52,21 @@ fn x_run4(xo: u32, c: u32) -> vec4<f32> {
   }
   return x;
 }
+
+// Run i of a tiled kernel's weight tile (bm rows x 32 columns from column k0; run i: row i / 8,
+// columns 4 (i % 8) .., so that eight consecutive threads read one row's adjacent bytes), zero
+// past the tile or the matrix.
+fn tile_w(i: u32, k0: u32, m0: u32, row_bytes: u32, bm: u32) -> vec4<f32> {
+  let m = i / 8u;
+  if (i >= bm * 8u || m0 + m >= p.rows) { return vec4<f32>(0.0); }
+  return w_run4((m0 + m) * row_bytes, k0 + 4u * (i % 8u));
+}
+
+// Run i of a tiled kernel's activation tile (bn tokens from token n0), zero past the tile, the
+// batch or the row.
+fn tile_x(i: u32, k0: u32, n0: u32, b: vec2<u32>, bn: u32) -> vec4<f32> {
+  let n = i / 8u;
+  let c = k0 + 4u * (i % 8u);
+  if (i >= bn * 8u || n0 + n >= b.x) { return vec4<f32>(0.0); }
+  return x_run4((b.y + n0 + n) * p.x_stride + c, c);
+}

@@ -11,26 +11,11 @@ const WG: u32 = (BM / TM) * (BN / TN);
 var<workgroup> Ws: array<vec4<f32>, BK * BM / 4u>; // [k][m / 4]
 var<workgroup> Xs: array<vec4<f32>, BK * BN / 4u>; // [k][n / 4]
 
-// Per thread and step: NW runs of 4 weights and NX runs of 4 activations (run i of the tile:
-// row or token i / 8, columns 4 (i % 8) ..; eight consecutive threads take one row's 32
-// weights, so that a load instruction reads a few rows' contiguous bytes).
+// Per thread and step: NW runs of 4 weights and NX runs of 4 activations (linear.wgsl's tile_w,
+// tile_x: eight consecutive threads take one row's 32 weights, so that a load instruction reads
+// a few rows' contiguous bytes).
 const NW: u32 = (BM * 8u + WG - 1u) / WG;
 const NX: u32 = (BN * 8u + WG - 1u) / WG;
-
-// Run i of the weight tile at column k0 (zero past the matrix).
-fn load_w(i: u32, k0: u32, m0: u32, row_bytes: u32) -> vec4<f32> {
-  let m = i / 8u;
-  if (i >= BM * 8u || m0 + m >= p.rows) { return vec4<f32>(0.0); }
-  return w_run4((m0 + m) * row_bytes, k0 + 4u * (i % 8u));
-}
-
-// Run i of the activation tile at column k0 (zero past the batch or the row).
-fn load_x(i: u32, k0: u32, n0: u32, b: vec2<u32>) -> vec4<f32> {
-  let n = i / 8u;
-  let c = k0 + 4u * (i % 8u);
-  if (i >= BN * 8u || n0 + n >= b.x) { return vec4<f32>(0.0); }
-  return x_run4((b.y + n0 + n) * p.x_stride + c, c);
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
@@ -45,8 +30,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   // pipelining): the loads' latency overlaps the arithmetic instead of stalling every step.
   var wr: array<vec4<f32>, NW>;
   var xr: array<vec4<f32>, NX>;
-  for (var r = 0u; r < NW; r++) { wr[r] = load_w(l.x + r * WG, 0u, m0, row_bytes); }
-  for (var r = 0u; r < NX; r++) { xr[r] = load_x(l.x + r * WG, 0u, n0, b); }
+  for (var r = 0u; r < NW; r++) { wr[r] = tile_w(l.x + r * WG, 0u, m0, row_bytes, BM); }
+  for (var r = 0u; r < NX; r++) { xr[r] = tile_x(l.x + r * WG, 0u, n0, b, BN); }
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
     for (var r = 0u; r < NW; r++) {
       let i = l.x + r * WG;
@@ -62,8 +47,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     }
     workgroupBarrier();
     if (k0 + BK < p.cols) {
-      for (var r = 0u; r < NW; r++) { wr[r] = load_w(l.x + r * WG, k0 + BK, m0, row_bytes); }
-      for (var r = 0u; r < NX; r++) { xr[r] = load_x(l.x + r * WG, k0 + BK, n0, b); }
+      for (var r = 0u; r < NW; r++) { wr[r] = tile_w(l.x + r * WG, k0 + BK, m0, row_bytes, BM); }
+      for (var r = 0u; r < NX; r++) { xr[r] = tile_x(l.x + r * WG, k0 + BK, n0, b, BN); }
     }
     for (var k = 0u; k < BK; k++) {
       var a: array<vec4<f32>, TM / 4u>;

@@ -1,78 +1,154 @@
 // matmul_coop: Y (+)= W X for a batch of tokens on the GPU's matrix units (tensor cores), through
 // wgpu's cooperative-matrix extension (native only; kernels::compose puts `enable f16;` and
-// `enable wgpu_cooperative_matrix;` first). Bindings and layout: linear.wgsl. Picked by
-// linear.rs instead of matmul.wgsl when gpu::Tuning::coop is set (opt-in, `--coop`), which needs
-// 16x16x16 f16 x f16 -> f32 matrices and 32-wide subgroups. Measured on an H200 (1B shape, pp512):
-// 7.5k tok/s vs 8.2k for matmul.wgsl, and 8e-3 .. 0.16 max abs from the reference logits (f16
-// activations): the next step is wider tiles that keep the matrix units fed, and f32 activations
-// split into two f16 halves.
-// A workgroup computes 64 rows x 64 tokens with 4 subgroups of 32, each a 32 x 32 quarter as
-// 2 x 2 tiles of 16 x 16 f32 accumulators. Each step over K = 32 columns decodes the 64 x 32
-// weights once with the format's dq4 (ggml's f32 values, rounded to f16) and the 64 x 32
-// activations (rounded to f16) into workgroup memory, then multiplies tile by tile. The f16
-// rounding of weights and activations is the precision llama.cpp's Vulkan and CUDA backends use
-// for their matrix-unit paths; products are accumulated in f32.
-const BM: u32 = 64u;
-const BN: u32 = 64u;
+// `enable wgpu_cooperative_matrix;` first). Bindings and layout: linear.wgsl. Picked by linear.rs
+// instead of matmul.wgsl when gpu::Tuning::coop is set, which needs 16x16x16 f16 x f16 -> f32
+// matrices and 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens),
+// `SGM, SGN` (BM / 32, BN / 32) and `SPLIT` (kernels::CoopTile: 0, 1 or 2).
+//
+// A workgroup of SGM x SGN subgroups computes BM x BN outputs, each subgroup a 32 x 32 block as
+// 2 x 2 f32 accumulator tiles of 16 x 16. Each step over K = BK columns decodes the BM x BK
+// weights once with the format's dq4 (ggml's exact f32 values) and loads the BN x BK activations
+// into workgroup memory as f16, then multiplies tile by tile. f16 keeps 11 bits of an f32: with
+// SPLIT >= 1 the activations are stored as two halves, x = hi + lo (lo = f16(x - hi)), and each product
+// is taken twice; with SPLIT 2 the weights too, and w x = hi hi + hi lo + lo hi (the lo lo term is
+// below f32's rounding). That keeps the products near f32 (Ootomo and Yokota 2022, "Recovering
+// single precision accuracy from Tensor Cores while surpassing the FP32 theoretical peak
+// performance"); without them this is the precision of llama.cpp's matrix-unit paths.
+// Accumulation is f32.
 const BK: u32 = 32u;
-var<workgroup> Ws: array<f16, BM * BK>; // [m][k], row-major (stride BK): matrix A
-var<workgroup> Xs: array<f16, BN * BK>; // [n][k]: column-major K x N (stride BK): matrix B
-var<workgroup> Cs: array<f32, BM * BN>; // [n][m]: the result, column-major M x N (stride BM)
+// Row stride of the f16 tiles in workgroup memory: 80 bytes keeps each row on a 16-byte boundary
+// (the matrix loads want it) and puts 8 consecutive rows' 16-byte pieces on distinct banks.
+const LD: u32 = BK + 8u;
+const WG: u32 = 32u * SGM * SGN;
+// The step's tiles, as f16 rows of LD: the weights' BM rows (matrix A, row-major), then the
+// activations' BN token rows (matrix B, column-major K x N); with a split, the remainders in Tl.
+var<workgroup> Th: array<f16, (BM + BN) * LD>;
+//@if SPLIT
+var<workgroup> Tl: array<f16, (BM + BN) * LD>;
+//@end
+var<workgroup> Cs: array<f32, SGM * SGN * 256u>; // a 16 x 16 result tile per subgroup, column-major
 
-@compute @workgroup_size(128)
+// Per thread and step: NW runs of 4 weights and NX runs of 4 activations (linear.wgsl's tile_w,
+// tile_x).
+const NW: u32 = (BM * 8u + WG - 1u) / WG;
+const NX: u32 = (BN * 8u + WG - 1u) / WG;
+
+// v with its mantissas cut to f16's 10 bits (exact in f16 within its range), by masking the bits:
+// rounding through f16 and back is a conversion pair that compilers may fold away (it was, on an
+// H200: the remainders came out 0), and so is pack2x16float / unpack2x16float.
+fn hi16(v: vec4<f32>) -> vec4<f32> {
+  return bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
+}
+
+// Run v into the tiles at element o: as f16, or with `split` as hi16(v) and the f16 remainder.
+fn stash(v: vec4<f32>, o: u32, split: bool) {
+  let hf = select(v, hi16(v), split);
+  let h = vec4<f16>(hf);
+  Th[o] = h.x;
+  Th[o + 1u] = h.y;
+  Th[o + 2u] = h.z;
+  Th[o + 3u] = h.w;
+//@if SPLIT
+  if (split) {
+    let lo = vec4<f16>(v - hf);
+    Tl[o] = lo.x;
+    Tl[o + 1u] = lo.y;
+    Tl[o + 2u] = lo.z;
+    Tl[o + 3u] = lo.w;
+  }
+//@end
+}
+
+// Subgroup sg's result tile (rows m .. m + 16, tokens n .. n + 16), from its slot of Cs: lane l
+// writes 8 of the 256 values.
+fn put(sg: u32, l: u32, m: u32, n: u32) {
+  let b = batch_rows();
+  for (var e = 0u; e < 8u; e++) {
+    let i = l + 32u * e;
+    let r = m + i % 16u;
+    let t = n + i / 16u;
+    if (r < p.rows && t < b.x) { store(t, r, Cs[sg * 256u + i]); }
+  }
+}
+
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
   let b = batch_rows();
   let m0 = wg.x * BM;
   let n0 = wg.y * BN;
   let sg = li / 32u; // this thread's subgroup (32-wide subgroups are a condition of this kernel)
-  let mt = 32u * (sg & 1u); // its quarter: rows mt .. mt + 32, tokens nt .. nt + 32
-  let nt = 32u * (sg >> 1u);
+  let mt = 32u * (sg % SGM); // its block: rows mt .. mt + 32, tokens nt .. nt + 32
+  let nt = BM + 32u * (sg / SGM); // (as a row of the tiles: the activations follow the weights)
   let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
   var c00 = coop_mat16x16<f32, C>();
   var c01 = coop_mat16x16<f32, C>();
   var c10 = coop_mat16x16<f32, C>();
   var c11 = coop_mat16x16<f32, C>();
+  // The next step's runs are loaded into registers while this step's tiles are multiplied
+  // (software pipelining, as matmul.wgsl): their latency overlaps the matrix units' work.
+  var wr: array<vec4<f32>, NW>;
+  var xr: array<vec4<f32>, NX>;
+  for (var r = 0u; r < NW; r++) { wr[r] = tile_w(li + r * WG, 0u, m0, row_bytes, BM); }
+  for (var r = 0u; r < NX; r++) { xr[r] = tile_x(li + r * WG, 0u, n0, b, BN); }
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
-    // Weights and activations: 64 rows x 8 runs of 4 each, consecutive threads on consecutive rows.
-    for (var i = li; i < BM * 8u; i += 128u) {
-      let m = i % BM;
-      let j = i / BM;
-      let c = k0 + 4u * j;
-      var w = vec4<f32>(0.0);
-      if (m0 + m < p.rows) { w = w_run4((m0 + m) * row_bytes, c); }
-      let wo = m * BK + 4u * j;
-      Ws[wo] = f16(w.x);
-      Ws[wo + 1u] = f16(w.y);
-      Ws[wo + 2u] = f16(w.z);
-      Ws[wo + 3u] = f16(w.w);
-      var x = vec4<f32>(0.0);
-      if (n0 + m < b.x) { x = x_run4((b.y + n0 + m) * p.x_stride + c, c); }
-      Xs[wo] = f16(x.x);
-      Xs[wo + 1u] = f16(x.y);
-      Xs[wo + 2u] = f16(x.z);
-      Xs[wo + 3u] = f16(x.w);
+    for (var r = 0u; r < NW; r++) {
+      let i = li + r * WG;
+      if (i < BM * 8u) { stash(wr[r], (i / 8u) * LD + 4u * (i % 8u), SPLIT >= 2u); }
+    }
+    for (var r = 0u; r < NX; r++) {
+      let i = li + r * WG;
+      if (i < BN * 8u) { stash(xr[r], (BM + i / 8u) * LD + 4u * (i % 8u), SPLIT >= 1u); }
     }
     workgroupBarrier();
+    if (k0 + BK < p.cols) {
+      for (var r = 0u; r < NW; r++) { wr[r] = tile_w(li + r * WG, k0 + BK, m0, row_bytes, BM); }
+      for (var r = 0u; r < NX; r++) { xr[r] = tile_x(li + r * WG, k0 + BK, n0, b, BN); }
+    }
     for (var k = 0u; k < BK; k += 16u) {
-      let a0 = coopLoadT<coop_mat16x16<f16, A>>(&Ws[mt * BK + k], BK);
-      let a1 = coopLoadT<coop_mat16x16<f16, A>>(&Ws[(mt + 16u) * BK + k], BK);
-      let b0 = coopLoad<coop_mat16x16<f16, B>>(&Xs[nt * BK + k], BK);
-      let b1 = coopLoad<coop_mat16x16<f16, B>>(&Xs[(nt + 16u) * BK + k], BK);
+      let a0 = coopLoadT<coop_mat16x16<f16, A>>(&Th[mt * LD + k], LD);
+      let a1 = coopLoadT<coop_mat16x16<f16, A>>(&Th[(mt + 16u) * LD + k], LD);
+      let b0 = coopLoad<coop_mat16x16<f16, B>>(&Th[nt * LD + k], LD);
+      let b1 = coopLoad<coop_mat16x16<f16, B>>(&Th[(nt + 16u) * LD + k], LD);
       c00 = coopMultiplyAdd(a0, b0, c00);
       c01 = coopMultiplyAdd(a0, b1, c01);
       c10 = coopMultiplyAdd(a1, b0, c10);
       c11 = coopMultiplyAdd(a1, b1, c11);
+//@if SPLIT
+      let l0 = coopLoad<coop_mat16x16<f16, B>>(&Tl[nt * LD + k], LD);
+      let l1 = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt + 16u) * LD + k], LD);
+      c00 = coopMultiplyAdd(a0, l0, c00);
+      c01 = coopMultiplyAdd(a0, l1, c01);
+      c10 = coopMultiplyAdd(a1, l0, c10);
+      c11 = coopMultiplyAdd(a1, l1, c11);
+//@end
+//@if WLO
+      let e0 = coopLoadT<coop_mat16x16<f16, A>>(&Tl[mt * LD + k], LD);
+      let e1 = coopLoadT<coop_mat16x16<f16, A>>(&Tl[(mt + 16u) * LD + k], LD);
+      c00 = coopMultiplyAdd(e0, b0, c00);
+      c01 = coopMultiplyAdd(e0, b1, c01);
+      c10 = coopMultiplyAdd(e1, b0, c10);
+      c11 = coopMultiplyAdd(e1, b1, c11);
+//@end
     }
     workgroupBarrier();
   }
-  coopStore(c00, &Cs[nt * BM + mt], BM);
-  coopStore(c01, &Cs[(nt + 16u) * BM + mt], BM);
-  coopStore(c10, &Cs[nt * BM + mt + 16u], BM);
-  coopStore(c11, &Cs[(nt + 16u) * BM + mt + 16u], BM);
+  // The four tiles out, one at a time through this subgroup's slot.
+  let l = li % 32u;
+  let m = m0 + mt;
+  let n = n0 + nt - BM;
+  coopStore(c00, &Cs[sg * 256u], 16u);
   workgroupBarrier();
-  for (var i = li; i < BM * BN; i += 128u) {
-    let m = i % BM;
-    let n = i / BM;
-    if (m0 + m < p.rows && n0 + n < b.x) { store(n0 + n, m0 + m, Cs[i]); }
-  }
+  put(sg, l, m, n);
+  workgroupBarrier();
+  coopStore(c01, &Cs[sg * 256u], 16u);
+  workgroupBarrier();
+  put(sg, l, m, n + 16u);
+  workgroupBarrier();
+  coopStore(c10, &Cs[sg * 256u], 16u);
+  workgroupBarrier();
+  put(sg, l, m + 16u, n);
+  workgroupBarrier();
+  coopStore(c11, &Cs[sg * 256u], 16u);
+  workgroupBarrier();
+  put(sg, l, m + 16u, n + 16u);
 }

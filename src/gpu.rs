@@ -53,10 +53,12 @@ pub struct Tuning {
     pub min_large_tiles: u32,
     /// Forced attention key splits for small batches (else [`crate::attention::splits`]).
     pub splits: Option<u32>,
-    /// Use the matrix-unit matmul (`shaders/matmul_coop.wgsl`: f16 inputs, f32 accumulation) for
-    /// large batches. Natively only, where the device has 16x16x16 f16 cooperative matrices
-    /// ([`Gpu::has_coop`]); off by default (slower and less exact than the f32 kernel so far).
+    /// Use the matrix-unit matmul (`shaders/matmul_coop.wgsl`: f16 halves of f32 operands, f32
+    /// accumulation) for the batches beyond [`Tuning::matvec_max_tokens`]. Natively only, where
+    /// the device has 16x16x16 f16 cooperative matrices ([`Gpu::has_coop`]): on by default there.
     pub coop: bool,
+    /// The matrix-unit matmul's tile and precision ([`crate::kernels::CoopTile`]).
+    pub coop_tile: crate::kernels::CoopTile,
     /// The CPU matrix-matrix kernel (`shaders/matmul_cpu.wgsl`) and its tile, for the batches
     /// beyond [`Tuning::matvec_max_tokens`] when [`Tuning::cpu`] is set; `None`: the tiled GPU
     /// kernel there too.
@@ -143,6 +145,7 @@ impl Gpu {
                 min_large_tiles: 256,
                 splits: None,
                 coop: false,
+                coop_tile: crate::kernels::CoopTile::DEFAULT,
                 cpu_tile: None,
                 cpu_attention: false,
                 cpu_subgroup: 0,
@@ -257,7 +260,8 @@ impl Gpu {
                 required_features: adapter.features() & wanted,
                 required_limits: limits,
                 // SAFETY: only the cooperative-matrix feature is experimental; its one kernel is
-                // checked against the f32 kernel by `bench --check-coop` on the devices that have it.
+                // checked on the devices that have it by tests/reference.rs (variant 4) and
+                // tests/formats.rs (variants 6 and 7), which skip, saying so, elsewhere.
                 experimental_features: if coop_ok { unsafe { wgpu::ExperimentalFeatures::enabled() } } else { wgpu::ExperimentalFeatures::disabled() },
                 ..Default::default()
             })
@@ -275,10 +279,10 @@ impl Gpu {
         let fixed = info.subgroup_min_size == info.subgroup_max_size && info.subgroup_min_size.is_power_of_two() && info.subgroup_min_size <= 64;
         gpu.subgroup = (gpu.device.features().contains(wgpu::Features::SUBGROUP) && fixed).then_some(info.subgroup_min_size);
         gpu.set_cpu(gpu.tuning.cpu || info.device_type == wgpu::DeviceType::Cpu);
-        // Off by default: on an H200 the matrix-unit kernel is both slower than the f32 one
-        // (7.5k vs 8.2k tok/s pp512, 1B Q8_0: its tile loads, not the multiplies, set the pace)
-        // and outside the 2e-3 reference tolerance (f16 activations: 8e-3 to 0.16 max abs).
-        gpu.tuning.coop = false;
+        // On where the device has them (and is not a CPU): on an H200, pp512 with the default
+        // tile and split precision against the f32 kernel: 1.30x (1B Q8_0), 1.32x (Q4_K_M),
+        // 1.17x (F16), 1.34x (8B Q4_K_M), within 6e-5 of every reference case (BENCHMARKS.md v9).
+        gpu.tuning.coop = gpu.has_coop() && !gpu.is_cpu();
         Ok(gpu)
     }
 

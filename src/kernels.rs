@@ -248,6 +248,59 @@ impl std::str::FromStr for CpuTile {
     }
 }
 
+/// The matrix-unit matmul's tile (`shaders/matmul_coop.wgsl`): `bm` weight rows x `bn` tokens per
+/// workgroup (multiples of 32: a subgroup of 32 takes 32 x 32 as 2 x 2 tiles of 16 x 16), and how
+/// the f16 matrix units keep f32 precision: `split` 0 rounds weights and activations to f16 (as
+/// llama.cpp's matrix-unit paths do), 1 also multiplies the activations' f16 remainders
+/// (x = hi + lo), 2 the weights' too (hi x hi + hi x lo + lo x hi: near-f32 products).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopTile {
+    /// Weight rows per workgroup.
+    pub bm: u32,
+    /// Tokens per workgroup.
+    pub bn: u32,
+    /// 0, 1 or 2: f16 halves per operand beyond the first (above).
+    pub split: u32,
+}
+
+impl CoopTile {
+    /// 64 x 128 (8 subgroups), weights and activations each split in two f16 halves: on an H200
+    /// the fastest of 64x64, 128x64 and 64x128 at every split, pp512 of the Llama-3.2-1B shape in
+    /// Q8_0 (split 2: 11.0k, 11.0k, 12.3k tok/s; split 0: 14.9k at 128x64; bench --coop-tile).
+    pub const DEFAULT: CoopTile = CoopTile { bm: 64, bn: 128, split: 2 };
+
+    /// This tile for weights of format `ty`: F16 weights are exact in f16, so their remainders
+    /// (split 2's lo x hi) are zero and skipped.
+    pub fn for_format(self, ty: GgmlType) -> CoopTile {
+        if ty == GgmlType::F16 {
+            CoopTile { split: self.split.min(1), ..self }
+        } else {
+            self
+        }
+    }
+
+    /// Threads per workgroup.
+    pub fn threads(&self) -> u32 {
+        self.bm * self.bn / 32
+    }
+}
+
+impl std::str::FromStr for CoopTile {
+    type Err = String;
+
+    /// `BMxBN/SPLIT`, e.g. `128x64/2`: BM and BN multiples of 32, at most 256 threads, SPLIT 0 to 2.
+    fn from_str(s: &str) -> Result<CoopTile, String> {
+        let bad = || format!("coop tile {s:?}: expected BMxBN/SPLIT with BM, BN multiples of 32 (BM x BN <= 8192) and SPLIT 0, 1 or 2, e.g. 64x64/2");
+        let v: Vec<u32> = s.split(['x', '/']).map(|p| p.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
+        let [bm, bn, split] = v[..] else { return Err(bad()) };
+        let t = CoopTile { bm, bn, split };
+        if bm == 0 || bn == 0 || bm % 32 != 0 || bn % 32 != 0 || t.threads() > 256 || split > 2 {
+            return Err(bad());
+        }
+        Ok(t)
+    }
+}
+
 /// The geometry a kernel is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Geometry {
@@ -286,6 +339,8 @@ pub enum Geometry {
     Tile(Tile),
     /// The CPU matrix-matrix kernel's tile.
     CpuTile(CpuTile),
+    /// The matrix-unit matmul's tile.
+    Coop(CoopTile),
     /// The CPU attention kernel: head dim (a multiple of 4), invocations per workgroup, query rows
     /// per invocation, keys per block, subgroup size (0: none; else keys per block equals it and
     /// lanes are a multiple of it).
@@ -409,6 +464,7 @@ impl PipelineKey {
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
             Geometry::CpuTile(t) => s += &format!(" {t}"),
+            Geometry::Coop(t) => s += &format!(" {}x{}/{}", t.bm, t.bn, t.split),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
             Geometry::AttentionDecode { head_dim, group, rope, sg, .. } => {
@@ -490,6 +546,10 @@ pub fn compose(key: &PipelineKey) -> String {
             );
         }
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
+        Geometry::Coop(t) => {
+            s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst SGM: u32 = {}u;\nconst SGN: u32 = {}u;\n", t.bm, t.bn, t.bm / 32, t.bn / 32);
+            s += &format!("const SPLIT: u32 = {}u;\n", t.split);
+        }
         Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
         Geometry::AttentionDecode { head_dim, group, sg, .. } => {
             // Key groups: the largest power of two of NDG-thread groups that fits 64 threads, so
@@ -554,6 +614,8 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
         Geometry::AttentionDecode { kv_f16, rope, sg, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg)],
         Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
+        // The remainders: SPLIT (the activations', split >= 1), WLO (the weights', split 2).
+        Geometry::Coop(t) => vec![("SPLIT", t.split), ("WLO", (t.split >= 2) as u32)],
         _ => vec![],
     }
 }

@@ -246,8 +246,17 @@ impl Builder<'_> {
         // Subgroups must tile the workgroup.
         let cpu_tile =
             self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
-        // The matrix-unit kernel's fixed 64 x 64 tile (shaders/matmul_coop.wgsl).
-        let tile = if coop { crate::kernels::Tile { bm: 64, bn: 64, tm: 4, tn: 4 } } else { self.gpu.tuning().tile };
+        // The matrix-matrix kernel: its large tile and, where that differs, the small one (the
+        // portable tile; with matrix units, 64 x 64 at the same precision), as (geometry, bm, bn).
+        let (large, small) = if coop {
+            let t = self.gpu.tuning().coop_tile.for_format(w.ty);
+            let s = crate::kernels::CoopTile { bm: 64, bn: 64, ..t };
+            ((Geometry::Coop(t), t.bm, t.bn), (s != t).then_some((Geometry::Coop(s), s.bm, s.bn)))
+        } else {
+            let t = self.gpu.tuning().tile;
+            ((Geometry::Tile(t), t.bm, t.bn), (t != Tile::PORTABLE).then_some((Geometry::Tile(Tile::PORTABLE), Tile::PORTABLE.bm, Tile::PORTABLE.bn)))
+        };
+        let mm = if coop { Kernel::MatmulCoop } else { Kernel::Matmul };
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
         let rpt = if glu { self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu)) } else { rows_per_thread(self.gpu) };
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
@@ -280,18 +289,14 @@ impl Builder<'_> {
             let mut variants = vec![
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs),
-                if coop {
-                    self.variant(PipelineKey::weights(Kernel::MatmulCoop, w.ty, Geometry::Fixed), &bufs)
-                } else {
-                    self.variant(PipelineKey::weights(Kernel::Matmul, w.ty, Geometry::Tile(tile)), &bufs)
-                },
+                self.variant(PipelineKey::weights(mm, w.ty, large.0), &bufs),
             ];
             // A large tile leaves a GPU idle when it makes few workgroups (a narrow matrix, a short
-            // batch): then the portable tile, four times the workgroups, takes over.
-            let small = (!coop && tile != Tile::PORTABLE).then_some(Tile::PORTABLE);
-            if let Some(t) = small {
-                variants.push(self.variant(PipelineKey::weights(Kernel::Matmul, w.ty, Geometry::Tile(t)), &bufs));
+            // batch): then the small tile, more workgroups, takes over.
+            if let Some((g, ..)) = small {
+                variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &bufs));
             }
+            let (large, small) = ((large.1, large.2), small.map(|s| (s.1, s.2)));
             let cpu = cpu_tile.map(|t| {
                 variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs));
                 (variants.len() - 1, t)
@@ -303,8 +308,8 @@ impl Builder<'_> {
                     n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(mv_rows.div_ceil(per_wg_multi))),
                     n => match (cpu, small) {
                         (Some((i, t)), _) => (i, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
-                        (None, Some(s)) if rows.div_ceil(tile.bm) * n.div_ceil(tile.bn) < min_large => (3, [rows.div_ceil(s.bm), n.div_ceil(s.bn), 1]),
-                        _ => (2, [rows.div_ceil(tile.bm), n.div_ceil(tile.bn), 1]),
+                        (None, Some(s)) if rows.div_ceil(large.0) * n.div_ceil(large.1) < min_large => (3, [rows.div_ceil(s.0), n.div_ceil(s.1), 1]),
+                        _ => (2, [rows.div_ceil(large.0), n.div_ceil(large.1), 1]),
                     },
                 })
             });

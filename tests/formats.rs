@@ -14,7 +14,7 @@ mod common;
 use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
-use webgpu_llama::kernels::{CpuTile, Tile};
+use webgpu_llama::kernels::{CoopTile, CpuTile, Tile};
 use webgpu_llama::linear::threads_per_row;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
@@ -209,8 +209,9 @@ const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 /// on about half the calls (else in workgroup memory), the weights read as 16-byte pieces on
 /// half the calls (`wide`, the formats that have them), 3 the tiled
 /// matrix-matrix kernel for every batch (portable tile), 4 the same with the large tile, 5 the
-/// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups); and, with `cap`, a
-/// binding cap.
+/// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups), 6 the matrix-unit matmul
+/// for every batch (default tile and split precision), 7 the same with its 64 x 64 tile (6 and 7
+/// only where the device has cooperative matrices: [`variants`]); and, with `cap`, a binding cap.
 fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
     let t = g.tuning_mut();
@@ -226,7 +227,9 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
         }
         3 => (t.matvec_max_tokens, t.tile, t.cpu_tile) = (0, Tile::PORTABLE, None),
         4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile) = (0, Tile::LARGE, 0, None),
-        _ => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
+        5 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
+        6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles) = (0, true, 0),
+        _ => (t.matvec_max_tokens, t.coop, t.coop_tile) = (0, true, CoopTile { bm: 64, bn: 64, ..CoopTile::DEFAULT }),
     }
     if let Some(c) = cap {
         g.cap_binding(c);
@@ -237,9 +240,20 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
 /// Every check for one type, with each workgroup shape, on the device's own binding limit and on
 /// caps that split matrices into parts of 3 rows (2 for the wide rows; parts of odd byte counts
 /// start at unaligned offsets of the file) and stacks into single experts.
+/// The variants of [`shaped`] this device runs: 0 to 5, and the matrix-unit matmul's 6 and 7
+/// where it has cooperative matrices (said once per format where it does not).
+fn variants(base: &Gpu, ty: GgmlType) -> usize {
+    if base.has_coop() {
+        return 8;
+    }
+    println!("{ty}: matrix-unit matmul (variants 6, 7) skipped: {} has no cooperative matrices", base.adapter_info);
+    6
+}
+
 fn check_format(ty: GgmlType) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ty as u64);
     let base = gpu(false);
+    let nv = variants(&base, ty);
     let mut i = 0;
     for cols in widths(ty) {
         let row_bytes = ty.tensor_bytes(cols as u64).unwrap();
@@ -248,11 +262,11 @@ fn check_format(ty: GgmlType) {
         let cap = per_part * row_bytes + 19;
         assert_eq!(per_binding(cap, row_bytes), per_part);
         for &rows in rows_list {
-            for v in 0..6 {
+            for v in 0..nv {
                 i += 1;
-                let n = if v < 3 { TOKENS[i % TOKENS.len()] } else { [1, 9, 70][i % 3] };
-                check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5, 1][v], [0, 1, 0, 3, 0, 2][v], &mut rng);
-                check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3, 3][v], [0, 5, 0, 0, 2, 1][v], &mut rng);
+                let n = if v < 3 { TOKENS[i % TOKENS.len()] } else { [1, 9, 70, 130][i % 4] };
+                check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5, 1, 2, 1][v], [0, 1, 0, 3, 0, 2, 1, 0][v], &mut rng);
+                check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3, 3, 0, 3][v], [0, 5, 0, 0, 2, 1, 3, 2][v], &mut rng);
             }
         }
         assert_eq!(per_binding(3 * row_bytes + 19, row_bytes), 3);

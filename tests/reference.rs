@@ -3,8 +3,9 @@
 //! float64 reference logits, and the greedy continuation identical: through `forward` (the
 //! prompt as one batch, then decode token by token) and through the batched every-row path
 //! (`forward_all`, as `--dump-logits` uses it) with each kernel choice: the device's policy, the
-//! GPU workgroup shapes with key splits, and the tiled matrix-matrix kernel for every batch in
-//! chunks of 5 tokens. Then every case again with the f16 KV cache (`f16_cache::*`, see
+//! GPU workgroup shapes with key splits, the tiled matrix-matrix kernel for every batch in
+//! chunks of 5 tokens, and (where the adapter has cooperative matrices; skipped, saying so,
+//! elsewhere) the matrix-unit matmul for every batch. Then every case again with the f16 KV cache (`f16_cache::*`, see
 //! [`check_case_f16`]).
 
 mod common;
@@ -47,7 +48,7 @@ fn check_case(c: &Case) {
         assert!(e <= TOL, "{}: prompt row {i} max abs {e}", c.name);
     }
     println!("{}: {} rows, max abs {worst:.3e}, greedy identical", c.name, c.rows.len());
-    for variant in 0..4 {
+    for variant in 0..5 {
         check_all_rows(c, &bytes, variant);
     }
 }
@@ -56,17 +57,24 @@ fn check_case(c: &Case) {
 /// kernel choice `variant`: 0 the device's policy, 1 the GPU workgroup shapes (threads per row,
 /// spans, 4 attention key splits for small batches) and its decode fusions (RMSNorm and SwiGLU in
 /// the matrix-vector kernel) in chunks of 7 tokens, 2 the tiled matmul for every batch, 5-token
-/// chunks, 3 the GPU shapes and fusions one token at a time.
+/// chunks, 3 the GPU shapes and fusions one token at a time, 4 the matrix-unit matmul
+/// (`--coop`, its default tile and split precision) for every batch, where the adapter has
+/// cooperative matrices (skipped, with a line saying so, where it has none: lavapipe).
 fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
     let mut gpu = gpu(false);
+    if variant == 4 && !gpu.has_coop() {
+        println!("{} (variant 4): skipped: {} has no cooperative matrices (the matrix-unit matmul runs on GPUs that have them)", c.name, gpu.adapter_info);
+        return;
+    }
     let t = gpu.tuning_mut();
     match variant {
         0 => {}
         1 | 3 => (t.cpu, t.splits) = (false, Some(4)),
+        4 => (t.coop, t.matvec_max_tokens) = (true, 0),
         _ => t.matvec_max_tokens = 0,
     }
     let g = webgpu_llama::Gguf::parse(bytes.as_slice()).unwrap();
-    let batch = [None, Some(7), Some(5), Some(1)][variant as usize];
+    let batch = [None, Some(7), Some(5), Some(1), None][variant as usize];
     let llama = webgpu_llama::Llama::load(&gpu, &g, bytes, webgpu_llama::LoadOptions { batch, ..Default::default() }).unwrap();
     let all: Vec<u32> = c.prompt.iter().chain(&c.greedy[..c.greedy.len() - 1]).copied().collect();
     let rows = block_on(llama.forward_all(&all, 0)).unwrap();

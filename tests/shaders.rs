@@ -5,7 +5,7 @@
 //! cooperative matrices run (lavapipe has none).
 
 use webgpu_llama::ggml::GgmlType;
-use webgpu_llama::kernels::{compose, CpuTile, Geometry, Kernel, PipelineKey, Tile};
+use webgpu_llama::kernels::{compose, CoopTile, CpuTile, Geometry, Kernel, PipelineKey, Tile};
 use wgpu::naga;
 
 fn check(key: &PipelineKey) {
@@ -38,6 +38,10 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
             ],
             Kernel::MatvecExp | Kernel::MoeDown => vec![Geometry::rows(1, 1), Geometry::rows(16, 1), Geometry::rows(64, 8)],
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
+            Kernel::MatmulCoop => [0, 1, 2]
+                .into_iter()
+                .flat_map(|split| [Geometry::Coop(CoopTile { bm: 64, bn: 64, split }), Geometry::Coop(CoopTile { bm: 128, bn: 64, split })])
+                .collect(),
             Kernel::MatmulCpu => vec![
                 Geometry::CpuTile(CpuTile::DEFAULT),
                 Geometry::CpuTile(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }),

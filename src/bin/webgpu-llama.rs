@@ -187,10 +187,15 @@ mod cli {
         /// On CPU adapters, use the GPU matrix-matrix and attention kernels for prefill too.
         #[arg(long)]
         no_cpu_kernels: bool,
-        /// Use the matrix-unit (cooperative matrix) matmul where the device has one (experimental:
-        /// f16 activations, outside the 2e-3 reference tolerance).
+        /// The matrix-unit (cooperative matrix) matmul for prefill: on / off (default: on where
+        /// the device has 16x16x16 f16 cooperative matrices).
         #[arg(long)]
-        coop: bool,
+        coop: Option<bool>,
+        /// The matrix-unit matmul's tile `BMxBN/SPLIT` (multiples of 32; SPLIT 0: f16 operands, as
+        /// llama.cpp's matrix-unit paths, outside the 2e-3 reference tolerance; 1: the activations
+        /// as two f16 halves; 2: the weights too; default 64x128/2).
+        #[arg(long)]
+        coop_tile: Option<String>,
     }
 
     impl Choices {
@@ -268,11 +273,15 @@ mod cli {
             if self.no_cpu_kernels {
                 (t.cpu_tile, t.cpu_attention) = (None, false);
             }
-            let has_coop = gpu.has_coop();
-            if self.coop && !has_coop {
+            if self.coop == Some(true) && !gpu.has_coop() {
                 return Err("--coop: this device has no 16x16x16 f16 cooperative matrices".into());
             }
-            gpu.tuning_mut().coop = self.coop;
+            if let Some(c) = self.coop {
+                gpu.tuning_mut().coop = c;
+            }
+            if let Some(t) = &self.coop_tile {
+                gpu.tuning_mut().coop_tile = t.parse()?;
+            }
             Ok(())
         }
     }
