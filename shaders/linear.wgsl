@@ -1,6 +1,6 @@
-// linear.wgsl: the bindings shared by matvec.wgsl and matmul.wgsl, the two kernels of a linear
-// op Y (+)= W X over a batch of tokens (kernels::Kernel::Matvec / Matmul; `linear::Linear` picks
-// one per batch size). Composed after formats/common.wgsl and one formats/<type>.wgsl.
+// linear.wgsl: the bindings shared by the kernels of a linear op Y (+)= W X over a batch of
+// tokens: matvec.wgsl, and the tiled matmul.wgsl, matmul_coop.wgsl (matrix units) and
+// matmul_cpu.wgsl (CPU adapters) (kernels::Kernel; linear::Builder::linear picks one per batch). Composed after formats/common.wgsl and one formats/<type>.wgsl.
 // W: one part of a [rows][cols] weight matrix in its GGUF storage format (as formats/<type>.wgsl
 // reads it, regrouped for Q8_0 rows of 256k weights; row r at byte
 // r * cols / BLOCK_ELEMS * BLOCK_BYTES of this part's buffer). X: activations [n][x_stride] f32,

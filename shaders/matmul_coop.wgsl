@@ -9,12 +9,14 @@
 // 2 x 2 f32 accumulator tiles of 16 x 16. Each step over K = BK columns decodes the BM x BK
 // weights once with the format's dq4 (ggml's exact f32 values) and loads the BN x BK activations
 // into workgroup memory as f16, then multiplies tile by tile. f16 keeps 11 bits of an f32: with
-// SPLIT >= 1 the activations are stored as two halves, x = hi + lo (lo = f16(x - hi)), and each product
-// is taken twice; with SPLIT 2 the weights too, and w x = hi hi + hi lo + lo hi (the lo lo term is
-// below f32's rounding). That keeps the products near f32 (Ootomo and Yokota 2022, "Recovering
-// single precision accuracy from Tensor Cores while surpassing the FP32 theoretical peak
-// performance"); without them this is the precision of llama.cpp's matrix-unit paths.
-// Accumulation is f32.
+// SPLIT >= 1 the activations are stored as two halves, x = hi + lo (hi rounded to 11 bits, lo =
+// f16(x - hi)), and each product is taken twice; with SPLIT 2 the weights too, and w x = hi hi +
+// hi lo + lo hi, after Ootomo and Yokota 2022 ("Recovering single precision accuracy from Tensor
+// Cores while surpassing the FP32 theoretical peak performance"), without their scaling of lo
+// (small remainders are f16 subnormals and lose bits) or their separate accumulators (which
+// cost speed here): on the references 1e-5 to 6e-5 from the f64 logits against the f32
+// kernel's 6e-6 to 1.2e-5 (BENCHMARKS.md v9). |v| above 65504 would become infinite. Without a
+// split this is the precision of llama.cpp's matrix-unit paths. Accumulation is f32.
 const BK: u32 = 32u;
 // Row stride of the f16 tiles in workgroup memory: 80 bytes keeps each row on a 16-byte boundary
 // (the matrix loads want it) and puts 8 consecutive rows' 16-byte pieces on distinct banks.
@@ -33,11 +35,11 @@ var<workgroup> Cs: array<f32, SGM * SGN * 256u>; // a 16 x 16 result tile per su
 const NW: u32 = (BM * 8u + WG - 1u) / WG;
 const NX: u32 = (BN * 8u + WG - 1u) / WG;
 
-// v with its mantissas cut to f16's 10 bits (exact in f16 within its range), by masking the bits:
-// rounding through f16 and back is a conversion pair that compilers may fold away (it was, on an
-// H200: the remainders came out 0), and so is pack2x16float / unpack2x16float.
+// v rounded to f16's 10 mantissa bits (to nearest, ties away; exact in f16 within its range),
+// on the bits: rounding through f16 and back is a conversion pair that compilers may fold away
+// (it was, on an H200: the remainders came out 0), and so is pack2x16float / unpack2x16float.
 fn hi16(v: vec4<f32>) -> vec4<f32> {
-  return bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) & vec4<u32>(0xffffe000u));
+  return bitcast<vec4<f32>>((bitcast<vec4<u32>>(v) + vec4<u32>(0x1000u)) & vec4<u32>(0xffffe000u));
 }
 
 // Run v into the tiles at element o: as f16, or with `split` as hi16(v) and the f16 remainder.

@@ -221,6 +221,13 @@ impl Gpu {
         }
     }
 
+    /// Whether the matrix-unit matmul's tile `t` and its small fallback fit the device's
+    /// workgroup memory (wgpu does not check it before the driver compiles the pipeline).
+    pub fn coop_fits(&self, t: crate::kernels::CoopTile) -> bool {
+        let shared = self.device.limits().max_compute_workgroup_storage_size;
+        t.shared_bytes().max(crate::kernels::CoopTile::SMALL.shared_bytes()) <= shared
+    }
+
     /// Whether the device was created with cooperative matrices (see [`Tuning::coop`]).
     pub fn has_coop(&self) -> bool {
         self.device.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
@@ -279,10 +286,10 @@ impl Gpu {
         let fixed = info.subgroup_min_size == info.subgroup_max_size && info.subgroup_min_size.is_power_of_two() && info.subgroup_min_size <= 64;
         gpu.subgroup = (gpu.device.features().contains(wgpu::Features::SUBGROUP) && fixed).then_some(info.subgroup_min_size);
         gpu.set_cpu(gpu.tuning.cpu || info.device_type == wgpu::DeviceType::Cpu);
-        // On where the device has them (and is not a CPU): on an H200, pp512 with the default
-        // tile and split precision against the f32 kernel: 1.30x (1B Q8_0), 1.32x (Q4_K_M),
-        // 1.17x (F16), 1.34x (8B Q4_K_M), within 6e-5 of every reference case (BENCHMARKS.md v9).
-        gpu.tuning.coop = gpu.has_coop() && !gpu.is_cpu();
+        // On where the device has them (and is not a CPU) and its tiles fit the workgroup memory:
+        // on an H200, pp512 against the f32 kernel 1.27x (1B Q8_0), 1.32x (Q4_K_M), 1.16x (F16),
+        // 1.34x (8B Q4_K_M), within 6e-5 of every reference case (BENCHMARKS.md v9).
+        gpu.tuning.coop = gpu.has_coop() && !gpu.is_cpu() && gpu.coop_fits(crate::kernels::CoopTile::DEFAULT);
         Ok(gpu)
     }
 

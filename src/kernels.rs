@@ -264,19 +264,29 @@ pub struct CoopTile {
 }
 
 impl CoopTile {
-    /// 64 x 128 (8 subgroups), weights and activations each split in two f16 halves: on an H200
-    /// the fastest of 64x64, 128x64 and 64x128 at every split, pp512 of the Llama-3.2-1B shape in
-    /// Q8_0 (split 2: 11.0k, 11.0k, 12.3k tok/s; split 0: 14.9k at 128x64; bench --coop-tile).
+    /// 64 x 128 (8 subgroups), weights and activations each split in two f16 halves: at split 2
+    /// on an H200 the fastest of 64x64, 128x64 and 64x128, pp512 of the Llama-3.2-1B shape in
+    /// Q8_0: 11.0k, 11.0k, 12.3k tok/s (`bench --coop-tile`; split 0, inexact: 14.9k at 128x64).
     pub const DEFAULT: CoopTile = CoopTile { bm: 64, bn: 128, split: 2 };
 
-    /// This tile for weights of format `ty`: F16 weights are exact in f16, so their remainders
-    /// (split 2's lo x hi) are zero and skipped.
+    /// The smaller tile a linear op falls back to when this one makes too few workgroups.
+    pub const SMALL: CoopTile = CoopTile { bm: 64, bn: 64, split: 2 };
+
+    /// This tile for weights of format `ty`: F16 and BF16 weights are exact in f16 after
+    /// `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are zero and
+    /// skipped.
     pub fn for_format(self, ty: GgmlType) -> CoopTile {
-        if ty == GgmlType::F16 {
+        if matches!(ty, GgmlType::F16 | GgmlType::BF16) {
             CoopTile { split: self.split.min(1), ..self }
         } else {
             self
         }
+    }
+
+    /// Workgroup memory in bytes: the f16 tiles ((BM + BN) rows of 40), twice with a split, and
+    /// a 16 x 16 f32 result tile per subgroup.
+    pub fn shared_bytes(&self) -> u32 {
+        (self.bm + self.bn) * 40 * 2 * (1 + (self.split > 0) as u32) + self.bm * self.bn
     }
 
     /// Threads per workgroup.
@@ -291,9 +301,11 @@ impl std::str::FromStr for CoopTile {
     /// `BMxBN/SPLIT`, e.g. `128x64/2`: BM and BN multiples of 32, at most 256 threads, SPLIT 0 to 2.
     fn from_str(s: &str) -> Result<CoopTile, String> {
         let bad = || format!("coop tile {s:?}: expected BMxBN/SPLIT with BM, BN multiples of 32 (BM x BN <= 8192) and SPLIT 0, 1 or 2, e.g. 64x64/2");
-        let v: Vec<u32> = s.split(['x', '/']).map(|p| p.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
-        let [bm, bn, split] = v[..] else { return Err(bad()) };
-        let t = CoopTile { bm, bn, split };
+        let (tile, split) = s.split_once('/').ok_or_else(bad)?;
+        let (bm, bn) = tile.split_once('x').ok_or_else(bad)?;
+        let num = |p: &str| p.trim().parse::<u32>().map_err(|_| bad());
+        let t = CoopTile { bm: num(bm)?, bn: num(bn)?, split: num(split)? };
+        let CoopTile { bm, bn, split } = t;
         if bm == 0 || bn == 0 || bm % 32 != 0 || bn % 32 != 0 || t.threads() > 256 || split > 2 {
             return Err(bad());
         }
@@ -383,6 +395,12 @@ pub enum Geometry {
         /// The subgroup size the softmax max and sum are reduced with (a divisor of 64, at
         /// least 2; the device's, fixed), or 0: trees in workgroup memory.
         sg: u32,
+    },
+    /// RMSNorm on CPU adapters: `rows` token rows per workgroup, one invocation each, no
+    /// barriers (`shaders/rmsnorm.wgsl`'s CPU form; the GPU form is [`Geometry::Fixed`]).
+    NormRows {
+        /// Token rows per workgroup.
+        rows: u32,
     },
     /// RoPE and the KV-cache write: the cache's element type.
     RopeKv {
@@ -474,6 +492,7 @@ impl PipelineKey {
                 }
             }
             Geometry::RopeKv { .. } => {}
+            Geometry::NormRows { rows } => s += &format!(" rows{rows}"),
         }
         if let Geometry::CpuAttention { kv_f16: true, .. }
         | Geometry::Attention { kv_f16: true, .. }
@@ -561,7 +580,7 @@ pub fn compose(key: &PipelineKey) -> String {
                 head_dim.div_ceil(256)
             )
         }
-        Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } => {
+        Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } | Geometry::NormRows { .. } => {
             for (name, v) in consts(key) {
                 s += &format!("const {name}: u32 = {v}u;\n");
             }
@@ -614,6 +633,9 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
         Geometry::AttentionDecode { kv_f16, rope, sg, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg)],
         Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
+        Geometry::NormRows { rows } => vec![("ROWS", rows)],
+        // rmsnorm.wgsl's GPU form.
+        Geometry::Fixed if key.kernel == Kernel::RmsNorm => vec![("ROWS", 0)],
         // The remainders: SPLIT (the activations', split >= 1), WLO (the weights', split 2).
         Geometry::Coop(t) => vec![("SPLIT", t.split), ("WLO", (t.split >= 2) as u32)],
         _ => vec![],

@@ -227,7 +227,8 @@ pub fn expert_threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> 
 impl Builder<'_> {
     /// `Y (+)= W X` over every token of a batch, one op per part of `W`: the matrix-vector
     /// kernel for batches of up to [`crate::gpu::Tuning::matvec_max_tokens`] tokens, the tiled
-    /// matrix-matrix kernel beyond (on CPU adapters its CPU form, [`crate::gpu::Tuning::cpu_tile`]).
+    /// matrix-matrix kernel beyond (on CPU adapters its CPU form, [`crate::gpu::Tuning::cpu_tile`];
+    /// on devices with cooperative matrices the matrix-unit form, [`crate::gpu::Tuning::coop`]).
     pub fn linear(&mut self, w: &Matrix, io: Io<'_>) {
         self.linear_fused(w, io, Fuse::default());
     }
@@ -250,8 +251,8 @@ impl Builder<'_> {
         // portable tile; with matrix units, 64 x 64 at the same precision), as (geometry, bm, bn).
         let (large, small) = if coop {
             let t = self.gpu.tuning().coop_tile.for_format(w.ty);
-            let s = crate::kernels::CoopTile { bm: 64, bn: 64, ..t };
-            ((Geometry::Coop(t), t.bm, t.bn), (s != t).then_some((Geometry::Coop(s), s.bm, s.bn)))
+            let s = crate::kernels::CoopTile { split: t.split, ..crate::kernels::CoopTile::SMALL };
+            ((Geometry::Coop(t), t.bm, t.bn), (s.bm * s.bn < t.bm * t.bn).then_some((Geometry::Coop(s), s.bm, s.bn)))
         } else {
             let t = self.gpu.tuning().tile;
             ((Geometry::Tile(t), t.bm, t.bn), (t != Tile::PORTABLE).then_some((Geometry::Tile(Tile::PORTABLE), Tile::PORTABLE.bm, Tile::PORTABLE.bn)))

@@ -129,12 +129,12 @@ fn check_linear(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, n: u32, lead: usi
     let src = placed(&w, lead, trail, rng);
     let got = block_on(oneshot::linear(gpu, &src, ty, lead as u64, rows, cols, &x)).unwrap();
     let t = gpu.tuning();
+    let tile = if t.coop { format!("matrix units {:?}", t.coop_tile) } else { format!("{:?}", t.tile) };
     let shape = format!(
-        "binding {}, {} threads per row, matvec up to {} tokens, tile {:?}",
+        "binding {}, {} threads per row, matvec up to {} tokens, tile {tile}",
         gpu.max_binding(),
         threads_per_row(gpu, ty, rows, cols),
-        t.matvec_max_tokens,
-        t.tile
+        t.matvec_max_tokens
     );
     let want: Vec<(f64, f64)> = x.chunks(cols as usize).flat_map(|xi| reference(ty, &w, rows, cols, xi)).collect();
     assert_rows(&format!("{ty} linear {rows}x{cols}, {n} tokens, at +{lead} ({shape})"), &got, &want);
@@ -225,8 +225,8 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
             // 16-byte pieces (formats that have them) on half the calls.
             t.wide = Some(i % 4 < 2);
         }
-        3 => (t.matvec_max_tokens, t.tile, t.cpu_tile) = (0, Tile::PORTABLE, None),
-        4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile) = (0, Tile::LARGE, 0, None),
+        3 => (t.matvec_max_tokens, t.tile, t.cpu_tile, t.coop) = (0, Tile::PORTABLE, None, false),
+        4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (0, Tile::LARGE, 0, None, false),
         5 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
         6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles) = (0, true, 0),
         _ => (t.matvec_max_tokens, t.coop, t.coop_tile) = (0, true, CoopTile { bm: 64, bn: 64, ..CoopTile::DEFAULT }),

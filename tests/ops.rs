@@ -449,7 +449,9 @@ fn linear_gpu_policy_and_matmul_only() {
             1 => t.matvec_max_tokens = 0,
             2 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
             3 => (t.matvec_max_tokens, t.cpu_tile) = (0, Some(CpuTile { lanes: 16, rows: 2, tokens: 3, subgroup: 0 })),
-            _ => (t.matvec_max_tokens, t.cpu_tile) = (0, None),
+            // (The f32 tiled kernel, also where the matrix-unit one is the default; variant 1 takes
+            // the device's default.)
+            _ => (t.matvec_max_tokens, t.cpu_tile, t.coop) = (0, None, false),
         }
         for &n in &TOKENS {
             let x = rng.vec((n * cols) as usize);

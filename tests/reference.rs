@@ -56,8 +56,8 @@ fn check_case(c: &Case) {
 /// Every row of a case from one `forward_all` over prompt ++ greedy[..-1] from position 0, with
 /// kernel choice `variant`: 0 the device's policy, 1 the GPU workgroup shapes (threads per row,
 /// spans, 4 attention key splits for small batches) and its decode fusions (RMSNorm and SwiGLU in
-/// the matrix-vector kernel) in chunks of 7 tokens, 2 the tiled matmul for every batch, 5-token
-/// chunks, 3 the GPU shapes and fusions one token at a time, 4 the matrix-unit matmul
+/// the matrix-vector kernel) in chunks of 7 tokens, 2 the tiled f32 matmul for every batch,
+/// 5-token chunks, 3 the GPU shapes and fusions one token at a time, 4 the matrix-unit matmul
 /// (`--coop`, its default tile and split precision) for every batch, where the adapter has
 /// cooperative matrices (skipped, with a line saying so, where it has none: lavapipe).
 fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
@@ -70,8 +70,10 @@ fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
     match variant {
         0 => {}
         1 | 3 => (t.cpu, t.splits) = (false, Some(4)),
-        4 => (t.coop, t.matvec_max_tokens) = (true, 0),
-        _ => t.matvec_max_tokens = 0,
+        // The default tile even where it makes few workgroups (the 64 x 64 fallback: formats.rs).
+        4 => (t.coop, t.matvec_max_tokens, t.min_large_tiles) = (true, 0, 0),
+        // The f32 tiled kernel, also where the matrix-unit one is the default.
+        _ => (t.matvec_max_tokens, t.coop) = (0, false),
     }
     let g = webgpu_llama::Gguf::parse(bytes.as_slice()).unwrap();
     let batch = [None, Some(7), Some(5), Some(1), None][variant as usize];

@@ -40,7 +40,10 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
             Kernel::MatmulCoop => [0, 1, 2]
                 .into_iter()
-                .flat_map(|split| [Geometry::Coop(CoopTile { bm: 64, bn: 64, split }), Geometry::Coop(CoopTile { bm: 128, bn: 64, split })])
+                .flat_map(|split| {
+                    [CoopTile::DEFAULT, CoopTile::SMALL, CoopTile { bm: 128, bn: 64, split: 0 }, CoopTile { bm: 32, bn: 256, split: 0 }]
+                        .map(|t| Geometry::Coop(CoopTile { split, ..t }))
+                })
                 .collect(),
             Kernel::MatmulCpu => vec![
                 Geometry::CpuTile(CpuTile::DEFAULT),
@@ -72,6 +75,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 })
                 .collect(),
             Kernel::RopeKv => vec![Geometry::RopeKv { kv_f16: false }, Geometry::RopeKv { kv_f16: true }],
+            Kernel::RmsNorm => vec![Geometry::Fixed, Geometry::NormRows { rows: 64 }, Geometry::NormRows { rows: 5 }],
             _ => vec![Geometry::Fixed],
         };
         let formats: Vec<Option<GgmlType>> = if kernel.reads_weights() { GgmlType::ALL.iter().copied().map(Some).collect() } else { vec![None] };

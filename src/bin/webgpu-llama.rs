@@ -187,13 +187,14 @@ mod cli {
         /// On CPU adapters, use the GPU matrix-matrix and attention kernels for prefill too.
         #[arg(long)]
         no_cpu_kernels: bool,
-        /// The matrix-unit (cooperative matrix) matmul for prefill: on / off (default: on where
-        /// the device has 16x16x16 f16 cooperative matrices).
-        #[arg(long)]
+        /// The matrix-unit (cooperative matrix) matmul for prefill: on / off, `--coop` alone: on
+        /// (default: on where the device has 16x16x16 f16 cooperative matrices).
+        #[arg(long, num_args = 0..=1, default_missing_value = "true")]
         coop: Option<bool>,
         /// The matrix-unit matmul's tile `BMxBN/SPLIT` (multiples of 32; SPLIT 0: f16 operands, as
-        /// llama.cpp's matrix-unit paths, outside the 2e-3 reference tolerance; 1: the activations
-        /// as two f16 halves; 2: the weights too; default 64x128/2).
+        /// llama.cpp's matrix-unit paths; 1: the activations as two f16 halves, exact products for
+        /// F16 and BF16 weights only; 2: the weights too, within 2e-3 of the references for every
+        /// format; 0 and 1 on other weights are outside it; default 64x128/2).
         #[arg(long)]
         coop_tile: Option<String>,
     }
@@ -277,10 +278,25 @@ mod cli {
                 return Err("--coop: this device has no 16x16x16 f16 cooperative matrices".into());
             }
             if let Some(c) = self.coop {
+                if c && !gpu.coop_fits(gpu.tuning().coop_tile) {
+                    return Err("--coop: its tiles need more workgroup memory than this device allows (--default-limits?)".into());
+                }
                 gpu.tuning_mut().coop = c;
             }
             if let Some(t) = &self.coop_tile {
-                gpu.tuning_mut().coop_tile = t.parse()?;
+                let t: webgpu_llama::kernels::CoopTile = t.parse()?;
+                if !gpu.tuning().coop {
+                    return Err("--coop-tile: the matrix-unit matmul is off (no cooperative matrices on this device, or --coop false)".into());
+                }
+                if !gpu.coop_fits(t) {
+                    let limit = gpu.limits().max_compute_workgroup_storage_size;
+                    return Err(format!(
+                        "--coop-tile: {} bytes of workgroup memory (or the 64x64 fallback's), more than this device's {limit}",
+                        t.shared_bytes()
+                    )
+                    .into());
+                }
+                gpu.tuning_mut().coop_tile = t;
             }
             Ok(())
         }
