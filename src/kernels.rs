@@ -396,10 +396,11 @@ pub enum Geometry {
         /// least 2; the device's, fixed), or 0: trees in workgroup memory.
         sg: u32,
     },
-    /// RMSNorm on CPU adapters: `rows` token rows per workgroup, one invocation each, no
-    /// barriers (`shaders/rmsnorm.wgsl`'s CPU form; the GPU form is [`Geometry::Fixed`]).
+    /// RMSNorm: `rows` token rows per workgroup, one invocation each, no barriers
+    /// (`shaders/rmsnorm.wgsl`'s CPU form, for CPU adapters), or 0: a workgroup per row (the GPU
+    /// form).
     NormRows {
-        /// Token rows per workgroup.
+        /// Token rows per workgroup, or 0.
         rows: u32,
     },
     /// RoPE and the KV-cache write: the cache's element type.
@@ -407,6 +408,17 @@ pub enum Geometry {
         /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
         kv_f16: bool,
     },
+}
+
+impl Geometry {
+    /// A matrix-matrix tile's weight rows and tokens per workgroup ((1, 1) for other geometries).
+    pub fn tile_size(&self) -> (u32, u32) {
+        match self {
+            Geometry::Tile(t) => (t.bm, t.bn),
+            Geometry::Coop(t) => (t.bm, t.bn),
+            _ => (1, 1),
+        }
+    }
 }
 
 /// Everything that specialises one kernel's WGSL.
@@ -492,7 +504,8 @@ impl PipelineKey {
                 }
             }
             Geometry::RopeKv { .. } => {}
-            Geometry::NormRows { rows } => s += &format!(" rows{rows}"),
+            Geometry::NormRows { rows } if rows > 0 => s += &format!(" rows{rows}"),
+            Geometry::NormRows { .. } => {}
         }
         if let Geometry::CpuAttention { kv_f16: true, .. }
         | Geometry::Attention { kv_f16: true, .. }
@@ -634,8 +647,6 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         Geometry::AttentionDecode { kv_f16, rope, sg, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg)],
         Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
         Geometry::NormRows { rows } => vec![("ROWS", rows)],
-        // rmsnorm.wgsl's GPU form.
-        Geometry::Fixed if key.kernel == Kernel::RmsNorm => vec![("ROWS", 0)],
         // The remainders: SPLIT (the activations', split >= 1), WLO (the weights', split 2).
         Geometry::Coop(t) => vec![("SPLIT", t.split), ("WLO", (t.split >= 2) as u32)],
         _ => vec![],

@@ -247,15 +247,15 @@ impl Builder<'_> {
         // Subgroups must tile the workgroup.
         let cpu_tile =
             self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
-        // The matrix-matrix kernel: its large tile and, where that differs, the small one (the
-        // portable tile; with matrix units, 64 x 64 at the same precision), as (geometry, bm, bn).
+        // The matrix-matrix kernel's large tile and, where it is larger, the small one (the
+        // portable tile; with matrix units, 64 x 64 at the same precision).
         let (large, small) = if coop {
             let t = self.gpu.tuning().coop_tile.for_format(w.ty);
             let s = crate::kernels::CoopTile { split: t.split, ..crate::kernels::CoopTile::SMALL };
-            ((Geometry::Coop(t), t.bm, t.bn), (s.bm * s.bn < t.bm * t.bn).then_some((Geometry::Coop(s), s.bm, s.bn)))
+            (Geometry::Coop(t), (s.bm * s.bn < t.bm * t.bn).then_some(Geometry::Coop(s)))
         } else {
             let t = self.gpu.tuning().tile;
-            ((Geometry::Tile(t), t.bm, t.bn), (t != Tile::PORTABLE).then_some((Geometry::Tile(Tile::PORTABLE), Tile::PORTABLE.bm, Tile::PORTABLE.bn)))
+            (Geometry::Tile(t), (t != Tile::PORTABLE).then_some(Geometry::Tile(Tile::PORTABLE)))
         };
         let mm = if coop { Kernel::MatmulCoop } else { Kernel::Matmul };
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
@@ -290,14 +290,14 @@ impl Builder<'_> {
             let mut variants = vec![
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs),
-                self.variant(PipelineKey::weights(mm, w.ty, large.0), &bufs),
+                self.variant(PipelineKey::weights(mm, w.ty, large), &bufs),
             ];
             // A large tile leaves a GPU idle when it makes few workgroups (a narrow matrix, a short
             // batch): then the small tile, more workgroups, takes over.
-            if let Some((g, ..)) = small {
+            if let Some(g) = small {
                 variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &bufs));
             }
-            let (large, small) = ((large.1, large.2), small.map(|s| (s.1, s.2)));
+            let (large, small) = (large.tile_size(), small.map(|g| g.tile_size()));
             let cpu = cpu_tile.map(|t| {
                 variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs));
                 (variants.len() - 1, t)

@@ -95,7 +95,7 @@ impl Builder<'_> {
         // On CPU adapters a row per invocation: the GPU form's 256-invocation tree (8 barriers a
         // row) cost lavapipe 47% of a 300-token stories260K prefill.
         let rows = if self.gpu.is_cpu() { NORM_ROWS } else { 0 };
-        let geometry = if rows > 0 { Geometry::NormRows { rows } } else { Geometry::Fixed };
+        let geometry = Geometry::NormRows { rows };
         let v = self.variant(PipelineKey { kernel: Kernel::RmsNorm, format: None, geometry }, &[&p, &step, x, w, y]);
         let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
         self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [if rows > 0 { b.n_tokens.div_ceil(rows) } else { b.n_tokens }, 1, 1])));

@@ -75,7 +75,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 })
                 .collect(),
             Kernel::RopeKv => vec![Geometry::RopeKv { kv_f16: false }, Geometry::RopeKv { kv_f16: true }],
-            Kernel::RmsNorm => vec![Geometry::Fixed, Geometry::NormRows { rows: 64 }, Geometry::NormRows { rows: 5 }],
+            Kernel::RmsNorm => vec![Geometry::NormRows { rows: 0 }, Geometry::NormRows { rows: 64 }, Geometry::NormRows { rows: 5 }],
             _ => vec![Geometry::Fixed],
         };
         let formats: Vec<Option<GgmlType>> = if kernel.reads_weights() { GgmlType::ALL.iter().copied().map(Some).collect() } else { vec![None] };
