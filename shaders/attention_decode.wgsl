@@ -251,7 +251,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let dg = min(j % NDG + 64u * t, NDG - 1u);
       let vo = (kb * kvd + kvh * HD) / 4u + dg;
       let k0 = min(kg, KG - 1u) * KPG;
-      for (var i = k0; i < k0 + KPG; i += 8u) {
+      // (Groups stop at the split's last key: a short context reads no rows past it.)
+      for (var i = k0; i < k0 + KPG && i <= last; i += 8u) {
         var v: array<vec4<f32>, 8>;
         for (var u = 0u; u < 8u; u++) {
           v[u] = value4(vo + min(i + u, last) * (kvd / 4u));

@@ -1,6 +1,6 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
 // Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const WG, TPR, RPW, RPT, NT,
-// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE` (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
+// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE, IDOT` (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
 // RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
 // per load instruction, not one per thread), UN spans at a time, their UNG x RPT loads issued
@@ -59,6 +59,28 @@ fn nw4(c: u32) -> vec4<f32> {
 //@end
 //@end
 
+// IDOT = 1 (with WIDE, one token, no NORM): the activations come as quantize.wgsl's 24-bit
+// integers per 16-value half (XQ: three signed-byte digits h, m, l of each; XS: d and the half's
+// sum), and each run of a piece (16 weights, one half) is four words of signed bytes n with
+// weight = a * n - b (the format's pint and pab): its dot product is
+// a * d * (65536 (n . h) + 256 (n . m) + n . l) - b * sum, the three integer dot products exact
+// (dot4I8Packed: four byte products and their sum in one instruction, where the f32 form spends
+// one multiply-add per weight and more to decode it).
+//@if IDOT
+@group(0) @binding(6) var<storage, read> XQ: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> XS: array<vec2<f32>>;
+
+// Run r of piece q against the digits (h, m, l) of an activation half: the integer products,
+// summed (in f32: 65536 (n . h) can pass 2^31; each dot product is exact, the sum rounds once).
+fn idot(q: Piece, r: u32, xh: vec4<u32>, xm: vec4<u32>, xl: vec4<u32>) -> f32 {
+  let n = vec4<u32>(pint(q, r, 0u), pint(q, r, 1u), pint(q, r, 2u), pint(q, r, 3u));
+  let h = dot4I8Packed(n.x, xh.x) + dot4I8Packed(n.y, xh.y) + dot4I8Packed(n.z, xh.z) + dot4I8Packed(n.w, xh.w);
+  let m = dot4I8Packed(n.x, xm.x) + dot4I8Packed(n.y, xm.y) + dot4I8Packed(n.z, xm.z) + dot4I8Packed(n.w, xm.w);
+  let l = dot4I8Packed(n.x, xl.x) + dot4I8Packed(n.y, xl.y) + dot4I8Packed(n.z, xl.z) + dot4I8Packed(n.w, xl.w);
+  return f32(256 * h + m) * 256.0 + f32(l);
+}
+//@end
+
 // Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x (NORM).
 var<workgroup> part: array<array<f32, NT * RPT>, WG>;
 //@if GLU
@@ -103,6 +125,28 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
 //@end
 //@end
+//@if IDOT
+//@for u < UN
+//@for r < RUNS
+    {
+      let h = pcol(pc_$u, $ru) >> 4u;
+      let xh = XQ[3u * h];
+      let xm = XQ[3u * h + 1u];
+      let xl = XQ[3u * h + 2u];
+      let xs = select(vec2<f32>(), XS[h], ok_$u);
+//@for i < RPT
+      let ab_$i = pab(q_$u_$i, $ru);
+      s_0_$i += ab_$i.x * xs.x * idot(q_$u_$i, $ru, xh, xm, xl) - ab_$i.y * xs.y;
+//@if GLU
+      let abu_$i = pab(qu_$u_$i, $ru);
+      u_0_$i += abu_$i.x * xs.x * idot(qu_$u_$i, $ru, xh, xm, xl) - abu_$i.y * xs.y;
+//@end
+//@end
+    }
+//@end
+//@end
+//@end
+//@if !IDOT
 //@for u < UN
 //@for r < RUNS
 //@for j < RJ
@@ -121,6 +165,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
 //@end
     }
+//@end
 //@end
 //@end
 //@end

@@ -36,6 +36,10 @@ pub struct Tuning {
     /// With pieces on, whether the matrix-vector forms with RMSNorm fused take them too; `None`:
     /// yes (see [`crate::linear::wide_with_norm`]).
     pub wide_norm: Option<bool>,
+    /// The one-token matrix-vector form of formats with an integer form (Q4_K, Q8_0, Q6_K) reads
+    /// 24-bit quantised activations and multiplies by integer dot products where it reads pieces
+    /// (see [`crate::linear::int_dot`]); `None`: on natively.
+    pub int_dot: Option<bool>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
     pub decode_attention: Option<bool>,
@@ -136,6 +140,7 @@ impl Gpu {
                 wide: None,
                 wide_types: None,
                 wide_norm: None,
+                int_dot: None,
                 rpt_glu: None,
                 rpt: None,
                 fuse: None,

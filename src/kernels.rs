@@ -55,11 +55,14 @@ pub enum Kernel {
     Stream,
     /// Q8_0 rows regrouped in place at load, so that block weights start on 16-byte boundaries.
     Repack,
+    /// A token row of activations as 24-bit integers per 16 values (RMSNorm optionally fused),
+    /// for the integer form of the matrix-vector kernel.
+    Quantize,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 18] = [
+    pub const ALL: [Kernel; 19] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -78,6 +81,7 @@ impl Kernel {
         Kernel::TopK,
         Kernel::Stream,
         Kernel::Repack,
+        Kernel::Quantize,
     ];
 
     /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
@@ -101,6 +105,7 @@ impl Kernel {
             Kernel::TopK => include_str!("../shaders/topk.wgsl"),
             Kernel::Stream => include_str!("../shaders/stream.wgsl"),
             Kernel::Repack => include_str!("../shaders/repack.wgsl"),
+            Kernel::Quantize => include_str!("../shaders/quantize.wgsl"),
         }
     }
 
@@ -125,6 +130,7 @@ impl Kernel {
             Kernel::TopK => "topk",
             Kernel::Stream => "stream",
             Kernel::Repack => "repack",
+            Kernel::Quantize => "quantize",
         }
     }
 
@@ -346,6 +352,10 @@ pub enum Geometry {
         /// [`format_piece`]), not in spans (`span` then unused); the kernel then binds the
         /// weights a second time, after the others. Ignored for formats without pieces.
         wide: bool,
+        /// With `wide`, one token and no `norm`: the activations as `shaders/quantize.wgsl`'s
+        /// 24-bit integers, multiplied by integer dot products (`IDOT` in `shaders/matvec.wgsl`;
+        /// formats with [`format_int`]); the kernel then binds them after the weights' second view.
+        int: bool,
     },
     /// The matrix-matrix kernel's tile.
     Tile(Tile),
@@ -435,7 +445,7 @@ pub struct PipelineKey {
 impl Geometry {
     /// `tpr` threads per row over `tokens` token vectors, spans of 4 weights, nothing fused.
     pub fn rows(tpr: u32, tokens: u32) -> Geometry {
-        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, un: default_spans_per_step(4), norm: false, glu: false, sg: 0, wide: false }
+        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, un: default_spans_per_step(4), norm: false, glu: false, sg: 0, wide: false, int: false }
     }
 }
 
@@ -468,7 +478,7 @@ impl PipelineKey {
         }
         match self.geometry {
             Geometry::Fixed => {}
-            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide } => {
+            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int } => {
                 s += &format!(" tpr{tpr} x{tokens}");
                 if rpt != 1 {
                     s += &format!(" r{rpt}");
@@ -490,6 +500,9 @@ impl PipelineKey {
                 }
                 if wide && self.format.and_then(format_piece).is_some() {
                     s += " wide";
+                }
+                if int {
+                    s += " idot";
                 }
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
@@ -556,6 +569,18 @@ pub fn format_piece(ty: GgmlType) -> Option<(u32, u32)> {
     Some((piece, runs))
 }
 
+/// Whether format `ty`'s pieces have the integer form (`fn pint` and `pab` in its file; runs of 16
+/// weights): the matrix-vector kernel's `IDOT`.
+pub fn format_int(ty: GgmlType) -> bool {
+    let int = format_source(ty).contains("\nfn pint(");
+    assert!(
+        !int || format_piece(ty).is_some_and(|(piece, runs)| piece / runs == 16),
+        "shaders/formats/{}.wgsl: pint needs pieces of runs of 16",
+        ty.name().to_lowercase()
+    );
+    int
+}
+
 /// The WGSL of `key`.
 pub fn compose(key: &PipelineKey) -> String {
     // Enable directives must come first.
@@ -620,13 +645,15 @@ pub fn compose(key: &PipelineKey) -> String {
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
-        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, .. } => {
+        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, int, .. } => {
             // WIDE: the format's runs per piece and vec4s per run.
             // (Formats without pieces compose the span form.)
             let (wide, runs, rj) = match (wide, key.format.and_then(format_piece)) {
                 (true, Some((piece, runs))) => (1, runs, piece / runs / 4),
                 _ => (0, 0, 0),
             };
+            let int = int && wide == 1 && key.format.is_some_and(format_int);
+            assert!(!int || (tokens == 1 && !norm), "the integer matrix-vector form takes one token and no fused norm");
             vec![
                 ("NT", tokens),
                 ("RPT", rpt),
@@ -635,6 +662,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("GLU", glu as u32),
                 ("SG", sg),
                 ("WIDE", wide),
+                ("IDOT", int as u32),
                 ("RUNS", runs),
                 ("RJ", rj),
                 ("UN", un),

@@ -24,6 +24,7 @@ pub mod oneshot;
 pub mod ops;
 pub mod probe;
 pub mod program;
+pub mod quantize;
 pub mod reference;
 pub mod repack;
 pub mod rope;

@@ -91,6 +91,20 @@ fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool)
     (cols / unit).max(1).next_power_of_two().clamp(4, 128)
 }
 
+/// Threads per row of the one-token integer form ([`int_dot`]) where the f32 form takes `tpr`:
+/// at most 64 for pieces of 32 weights (the K-quants), unless [`crate::gpu::Tuning::tpr`] says.
+/// With the dequantisation's arithmetic mostly gone, a thread's 2 to 7 pieces a row keep more
+/// loads in flight per instruction. Measured on an H200 (top-1 decode tok/s; GPU ms a step),
+/// Llama-3-8B shape Q4_K_M, 32 / 64 / 128 threads: 240.7 / 251.6 / 244.6 (3.81 / 3.58 / 3.74
+/// ms; Q4_K alone was fastest at 32, Q6_K at 64); Llama-3.2-1B shape Q4_K_M 690.9 / 754.6 /
+/// 684.8. Q8_0's pieces (16 weights) keep theirs (1B Q8_0: 686.3 / 748.9 / 743.0).
+fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
+    match crate::kernels::format_piece(ty) {
+        Some((piece, _)) if piece >= 32 && gpu.tuning().tpr.is_none() => tpr.min(64),
+        _ => tpr,
+    }
+}
+
 /// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
 /// `shaders/matvec.wgsl`): on a GPU 16 for Q4_K, Q5_K and Q6_K, 8 for the others; 4 on CPU
 /// adapters (a whole row per invocation: spans change nothing there).
@@ -158,6 +172,16 @@ pub fn wide(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
 /// TinyLlama-1.1B shape Q8_0, 1.51-1.57 against 1.48-1.65 s a token).
 pub fn wide_with_norm(gpu: &Gpu) -> bool {
     gpu.tuning().wide_norm.unwrap_or(true)
+}
+
+/// Whether the one-token matrix-vector form of a `[rows][cols]` matrix of format `ty` reads its
+/// activations as 24-bit integers and multiplies by integer dot products (`IDOT` in
+/// `shaders/matvec.wgsl`, after `shaders/quantize.wgsl`; [`crate::quantize`]): where the format
+/// has the integer form ([`crate::kernels::format_int`]: Q4_K, Q8_0, Q6_K) and its pieces are read
+/// ([`wide`]); natively by default, else as [`crate::gpu::Tuning::int_dot`] says (the browser's
+/// GPUs are not measured yet).
+pub fn int_dot(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
+    crate::kernels::format_int(ty) && wide(gpu, ty, cols) && gpu.tuning().int_dot.unwrap_or(cfg!(not(target_arch = "wasm32")))
 }
 
 /// [`wide`] for a matrix-vector form with (`norm`) or without RMSNorm fused.
@@ -263,8 +287,14 @@ impl Builder<'_> {
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         let un_multi = if wide { 1 } else { default_spans_per_step(span) };
+        // The one-token form's integer activations (the norm then done by the quantize op).
+        let int = (mv_max >= 1 && int_dot(self.gpu, w.ty, w.cols)).then(|| match norm {
+            Some((raw, nw, eps)) => self.quantized(raw, io.x_stride, w.cols, Some((nw, eps))),
+            None => self.quantized(io.x, io.x_stride, w.cols, None),
+        });
         for part in &w.parts {
             let tpr = threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide);
+            let tpr_int = int_threads_per_row(self.gpu, w.ty, tpr);
             let params = LinearParams {
                 rows: part.rows,
                 cols: w.cols,
@@ -286,9 +316,16 @@ impl Builder<'_> {
             mv_bufs.extend(wide.then_some(&part.buffer));
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
-            let rows_geometry = |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg, wide };
+            let rows_geometry = |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg, wide, int: false };
+            let one = match &int {
+                Some((xq, xs)) => {
+                    let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: false, glu, sg, wide: true, int: true };
+                    self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, g), &[&mv_p, bufs[1], bufs[2], io.x, io.y, &part.buffer, xq, xs])
+                }
+                None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
+            };
             let mut variants = vec![
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
+                one,
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs),
                 self.variant(PipelineKey::weights(mm, w.ty, large), &bufs),
             ];
@@ -302,7 +339,8 @@ impl Builder<'_> {
                 variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs));
                 (variants.len() - 1, t)
             });
-            let (rows, per_wg, per_wg_multi) = (part.rows, matvec_rows_per_workgroup(tpr, rpt), matvec_rows_per_workgroup(tpr.min(64), 1));
+            let one_tpr = if int.is_some() { tpr_int } else { tpr };
+            let (rows, per_wg, per_wg_multi) = (part.rows, matvec_rows_per_workgroup(one_tpr, rpt), matvec_rows_per_workgroup(tpr.min(64), 1));
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
                     1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(per_wg))),
@@ -317,6 +355,9 @@ impl Builder<'_> {
             let (wbytes, io) = (part.buffer.size(), (w.cols + (1 + io.accumulate as u32) * part.rows) as u64 * 4);
             self.traffic(move |b| wbytes + b.n_tokens as u64 * io);
         }
+        if int.is_some() {
+            self.mark_quantized_read();
+        }
         (norm.is_some(), glu)
     }
 
@@ -324,9 +365,11 @@ impl Builder<'_> {
     /// with [`crate::program::Batch::all_logits`] for every token (as [`Builder::linear`]); `norm`
     /// as [`Fuse::norm`] (`x` is then the normalised rows the matrix-matrix forms read).
     pub fn head(&mut self, w: &Matrix, x: &wgpu::Buffer, d: u32, logits: &wgpu::Buffer, vocab: u32, norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>) -> bool {
-        let first = self.program.ops.len();
         let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
+        // Its ops, one per part (after the quantize op of the integer form, if any).
+        let first = self.program.ops.len() - w.parts.len();
         let norm = norm.filter(|_| fused);
+        let int = self.gpu.tuning().matvec_max_tokens >= 1 && int_dot(self.gpu, w.ty, w.cols);
         let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
@@ -347,7 +390,7 @@ impl Builder<'_> {
             let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
             bufs.extend(norm.map(|n| n.1));
             bufs.extend(wide.then_some(&part.buffer));
-            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide };
+            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false };
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
             let last_index = op.variants.len();
@@ -355,7 +398,9 @@ impl Builder<'_> {
             let all = std::mem::replace(&mut op.plan, Box::new(|_| None));
             let rows = part.rows;
             let per_wg = matvec_rows_per_workgroup(tpr, rpt);
-            op.plan = Box::new(move |b| if b.all_logits { all(b) } else { Some((last_index, grid(rows.div_ceil(per_wg)))) });
+            // One token: its row is the last, and the linear op's one-token form may be the
+            // integer one, after the quantize op that only such batches run.
+            op.plan = Box::new(move |b| if b.all_logits || (int && b.n_tokens == 1) { all(b) } else { Some((last_index, grid(rows.div_ceil(per_wg)))) });
             let all = std::mem::replace(&mut op.traffic, Box::new(|_| 0));
             let last = part.buffer.size() + (w.cols + rows) as u64 * 4;
             op.traffic = Box::new(move |b| if b.all_logits { all(b) } else { last });

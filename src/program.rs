@@ -167,13 +167,15 @@ pub struct Builder<'a> {
     pub buffers: Vec<wgpu::Buffer>,
     /// The per-batch [`Step`] uniform.
     pub step: wgpu::Buffer,
+    /// The quantised activations of the integer matrix-vector form ([`Builder::quantized`]).
+    pub quant: Option<crate::quantize::Scratch>,
 }
 
 impl<'a> Builder<'a> {
     /// An empty program with its step uniform.
     pub fn new(gpu: &'a Gpu, kernels: &'a mut Kernels) -> Builder<'a> {
         let step = gpu.uniform_of("step", &Step::default());
-        Builder { gpu, kernels, program: Program::default(), setup: Program::default(), buffers: vec![step.clone()], step }
+        Builder { gpu, kernels, program: Program::default(), setup: Program::default(), buffers: vec![step.clone()], step, quant: None }
     }
 
     /// A uniform buffer holding `value`.

@@ -9,8 +9,10 @@
 //! and before the first kernel reads the buffer: [`Builder::repack`] records it into the
 //! builder's setup program, which [`crate::Llama`] runs before its first batch.
 //!
-//! Q6_K (210-byte blocks, `d` last) was regrouped the same way and read as pieces, and measured
-//! no faster on an H200 (BENCHMARKS.md v8): it keeps the file's layout.
+//! Q6_K's 210-byte blocks (`d` last) are regrouped the same way in rows of 2048k weights (groups
+//! of 8 blocks' other 208 bytes, then their `d` values), for the integer form of the
+//! matrix-vector kernel's pieces (read as pieces with f32 arithmetic they measured no faster on
+//! an H200, BENCHMARKS.md v8).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -18,22 +20,34 @@ use crate::ggml::GgmlType;
 use crate::kernels::{Kernel, PipelineKey};
 use crate::program::{grid, Builder};
 
-/// A buffer of `rows` rows of `cols` Q8_0 weights to regroup (from byte 0, as uploaded).
+/// A buffer of `rows` rows of `cols` Q8_0 or Q6_K weights to regroup (from byte 0, as uploaded).
 #[derive(Clone)]
 pub struct Repack {
+    /// Q8_0 or Q6_K.
+    pub ty: GgmlType,
     /// The rows, stored as the file holds them until regrouped.
     pub buffer: wgpu::Buffer,
     /// Rows in the buffer (all experts of an expert part together).
     pub rows: u32,
-    /// Weights per row (a multiple of 256).
+    /// Weights per row (whole groups: [`group_weights`]).
     pub cols: u32,
 }
 
-/// Whether rows of `cols` weights of type `ty` are regrouped after upload: Q8_0 rows of whole
-/// groups (256k weights). `shaders/formats/q8_0.wgsl` decides the same way from the row width
-/// (`row_cols()`).
+/// Weights per group of 8 blocks of a regrouped type: Q8_0 256, Q6_K 2048; others 0.
+pub fn group_weights(ty: GgmlType) -> u32 {
+    match ty {
+        GgmlType::Q8_0 => 256,
+        GgmlType::Q6_K => 2048,
+        _ => 0,
+    }
+}
+
+/// Whether rows of `cols` weights of type `ty` are regrouped after upload: Q8_0 and Q6_K rows of
+/// whole groups ([`group_weights`]). `shaders/formats/q8_0.wgsl` and `q6_k.wgsl` decide the same
+/// way from the row width (`row_cols()`).
 pub fn regrouped(ty: GgmlType, cols: u32) -> bool {
-    ty == GgmlType::Q8_0 && cols % 256 == 0
+    let g = group_weights(ty);
+    g > 0 && cols % g == 0
 }
 
 /// The uniform of `shaders/repack.wgsl`.
@@ -41,14 +55,17 @@ pub fn regrouped(ty: GgmlType, cols: u32) -> bool {
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 struct RepackParams {
     groups: u32,
-    pad: [u32; 3],
+    /// 0: Q8_0, 1: Q6_K.
+    kind: u32,
+    pad: [u32; 2],
 }
 
 impl Builder<'_> {
     /// Records the regrouping of `r` into the setup program: a workgroup per group of 8 blocks.
     pub fn repack(&mut self, r: &Repack) {
-        let groups = r.rows * (r.cols / 256);
-        let p = self.uniform("repack", &RepackParams { groups, pad: [0; 3] });
+        let groups = r.rows * (r.cols / group_weights(r.ty));
+        let kind = (r.ty == GgmlType::Q6_K) as u32;
+        let p = self.uniform("repack", &RepackParams { groups, kind, pad: [0; 2] });
         let v = self.variant(PipelineKey::plain(Kernel::Repack), &[&p, &r.buffer]);
         self.setup.push(vec![v], move |_| Some((0, grid(groups))));
     }

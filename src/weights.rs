@@ -7,7 +7,7 @@
 //! parts (an expert stack by whole experts), each its own buffer holding its rows' bytes from
 //! byte 0, plus one spare word (the kernels' unaligned loads read one word ahead), rounded up to
 //! a multiple of 16 bytes. So GPU weight bytes = file tensor bytes + at most 19 bytes per buffer.
-//! Q8_0 rows of 256k weights are then regrouped in place on the GPU, the same bytes in another
+//! Q8_0 rows of 256k weights and Q6_K rows of 2048k are then regrouped in place on the GPU, the same bytes in another
 //! order ([`crate::repack`]): the loader lists those buffers ([`Weights::repacks`]) for the
 //! program's setup.
 //! Only the small 1-D tensors (norm weights) are widened to f32 when not stored as F32.
@@ -315,7 +315,7 @@ impl<'a> Loader<'a> {
     /// Lists `buffer` (`rows` rows of `cols` weights of type `ty`) for regrouping, if its type is.
     fn regroup(&mut self, ty: GgmlType, buffer: &wgpu::Buffer, rows: u32, cols: u32) {
         if regrouped(ty, cols) {
-            self.repacks.push(Repack { buffer: buffer.clone(), rows, cols });
+            self.repacks.push(Repack { ty, buffer: buffer.clone(), rows, cols });
         }
     }
 

@@ -108,6 +108,10 @@ fn widths(ty: GgmlType) -> Vec<u32> {
             if ty == GgmlType::Q8_0 {
                 w.push(768);
             }
+            // Q6_K rows of whole regrouped groups (2048k weights), read as 16-byte pieces.
+            if ty == GgmlType::Q6_K {
+                w.push(2048);
+            }
             w
         }
     }
@@ -197,6 +201,38 @@ fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, n:
 const TPRS: [u32; 8] = [2, 4, 8, 16, 32, 64, 128, 256];
 
 /// Token counts cycled through the checks: the single-token and multi-token matrix-vector forms,
+/// The one-token integer form (`IDOT`, formats with `pint`) on `rows` x `cols` weights at +`lead`
+/// against the reference, within the bound of its 24-bit activations: each off by at most d / 2
+/// (d = max |x| of its 16 / 8355711), so a row by sum |w| d / 2 (plus 1e-6 of sum |w x| for the f32
+/// sums); and not equal to the f32 form's result (so it ran).
+fn check_linear_int(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, lead: usize, rng: &mut Rng) {
+    let w = random_weights(ty, rows as u64 * cols as u64, rng);
+    let x: Vec<f32> = (0..cols).map(|_| rng.uniform()).collect();
+    let src = placed(&w, lead, 1, rng);
+    let mut g = gpu.clone();
+    (g.tuning_mut().wide, g.tuning_mut().int_dot) = (Some(true), Some(true));
+    let got = block_on(oneshot::linear(&g, &src, ty, lead as u64, rows, cols, &x)).unwrap();
+    g.tuning_mut().int_dot = Some(false);
+    assert_ne!(
+        got,
+        block_on(oneshot::linear(&g, &src, ty, lead as u64, rows, cols, &x)).unwrap(),
+        "{ty}: the integer form gave the f32 form's values: did it run?"
+    );
+    let mut exact = vec![0f32; rows as usize * cols as usize];
+    ggml::dequantize(ty, &w, &mut exact).unwrap();
+    let d: Vec<f32> = x.chunks(16).flat_map(|h| vec![h.iter().fold(0f32, |m, v| m.max(v.abs())) / 8355711.0; h.len()]).collect();
+    for (r, (row, &g)) in exact.chunks(cols as usize).zip(&got).enumerate() {
+        let want: f64 = row.iter().zip(&x).map(|(&a, &b)| a as f64 * b as f64).sum();
+        let bound: f64 = row.iter().zip(&d).zip(&x).map(|((&a, &d), &b)| (a as f64).abs() * (0.5 * d as f64 * 1.001 + 1e-6 * (b as f64).abs())).sum();
+        let err = (g as f64 - want).abs();
+        assert!(
+            err <= bound,
+            "{ty} integer form {rows}x{cols} at +{lead} (binding {}): row {r}: GPU {g} vs CPU {want} (|err| {err:.3e}, bound {bound:.3e})",
+            gpu.max_binding()
+        );
+    }
+}
+
 /// and tiled batches with partial tiles.
 const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 
@@ -215,6 +251,9 @@ const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
     let t = g.tuning_mut();
+    // The f32 forms: the one-token integer form is checked against its own bound
+    // (`check_linear_int`).
+    t.int_dot = Some(false);
     match v {
         0 => t.cpu = false,
         1 => t.cpu = true,
@@ -268,6 +307,11 @@ fn check_format(ty: GgmlType) {
                 check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5, 1, 2, 1][v], [0, 1, 0, 3, 0, 2, 1, 0][v], &mut rng);
                 check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3, 3, 0, 3][v], [0, 5, 0, 0, 2, 1, 3, 2][v], &mut rng);
             }
+        }
+        // The integer form where the row is 16-byte pieces (on a split matrix too).
+        if webgpu_llama::kernels::format_int(ty) && (row_bytes % 16 == 0) {
+            check_linear_int(&shaped(&base, 0, 0, None), ty, rows_list[rows_list.len() - 1], cols, 3, &mut rng);
+            check_linear_int(&shaped(&base, 0, 0, Some(cap)), ty, rows_list[rows_list.len() - 1], cols, 5, &mut rng);
         }
         assert_eq!(per_binding(3 * row_bytes + 19, row_bytes), 3);
         check_embed(&base, ty, 67, cols, &mut rng);

@@ -184,6 +184,8 @@ fn linear_fused_norm_and_swiglu() {
             let mut g = base.clone();
             let t = g.tuning_mut();
             t.fuse = Some(true);
+            // The f32 forms (the integer form has its own test, `linear_integer_form`).
+            t.int_dot = Some(false);
             match i % 3 {
                 0 => (t.cpu, t.span, t.rpt) = (false, None, Some(2)),
                 1 => (t.cpu, t.span, t.rpt, t.wide) = (false, Some(12), Some(3), Some(false)),
@@ -213,6 +215,64 @@ fn linear_fused_norm_and_swiglu() {
                 .flat_map(|r| reference::swiglu(&reference::matvec(&f64s(gate), &f64s(r)), &reference::matvec(&f64s(up), &f64s(r))))
                 .collect();
             assert_close(&format!("linear + swiglu {what}"), &got, &want, 2e-5);
+        }
+    }
+}
+
+/// Per row of `w` (`[rows][cols]`, f64), the bound on the integer form's error for input `x`:
+/// each value is off by at most d / 2 (d = max |x| of its 16 / 8355711), so a row by at most
+/// sum_i |w_i| d_i / 2; plus 1e-6 of sum |w x| for the f32 sums of the products.
+fn integer_bound(w: &[f64], x: &[f64]) -> Vec<f64> {
+    let d: Vec<f64> = x.chunks(16).flat_map(|h| vec![h.iter().fold(0f64, |m, v| m.max(v.abs())) / 8355711.0; h.len()]).collect();
+    w.chunks(x.len()).map(|r| r.iter().zip(&d).zip(x).map(|((w, d), x)| w.abs() * (0.5 * d * 1.001 + 1e-6 * x.abs())).sum()).collect()
+}
+
+/// The one-token integer form (`IDOT`: `shaders/quantize.wgsl`, then `shaders/matvec.wgsl` with
+/// integer dot products) for every format that has it, in rows of 16-byte pieces (2048 weights:
+/// Q8_0 and Q6_K regrouped at load), alone, after RMSNorm, with SwiGLU, and both: within the
+/// bound of its 24-bit activations (`integer_bound`; SwiGLU's product adds |u| silu'(g) of the
+/// gate's error and silu(g) of the up's), and not equal to the f32 form (so it ran).
+#[test]
+fn linear_integer_form() {
+    let base = gpu(false);
+    let mut rng = Rng(23);
+    let (rows, cols) = (2 * 37u32, 2048u32);
+    for ty in GgmlType::ALL.into_iter().filter(|&t| webgpu_llama::kernels::format_int(t)) {
+        let w = rng.vec((rows * cols) as usize);
+        let bytes = ggml::quantize(ty, &w).unwrap();
+        let mut exact = vec![0f32; w.len()];
+        ggml::dequantize(ty, &bytes, &mut exact).unwrap();
+        let exact = f64s(&exact);
+        let (gate, up) = exact.split_at(exact.len() / 2);
+        let nw: Vec<f32> = rng.vec(cols as usize).iter().map(|v| 1.0 + 0.5 * v).collect();
+        let x: Vec<f32> = rng.vec(cols as usize).iter().map(|v| 3.0 * v).collect();
+        let mut g = base.clone();
+        let t = g.tuning_mut();
+        (t.cpu, t.wide, t.int_dot, t.fuse) = (false, Some(true), Some(true), Some(true));
+        let mut f = g.clone();
+        f.tuning_mut().int_dot = Some(false);
+        for norm in [false, true] {
+            let xr = if norm { reference::rmsnorm(&f64s(&x), &f64s(&nw), 1e-5) } else { f64s(&x) };
+            let nwe = norm.then_some((&nw[..], 1e-5));
+            for glu in [false, true] {
+                let run = |g: &Gpu| block_on(oneshot::linear_fused(g, &bytes, ty, 0, rows, cols, &x, nwe, glu)).unwrap();
+                let got = run(&g);
+                assert_ne!(got, run(&f), "{ty} norm {norm} glu {glu}: the integer form gave the f32 form's values: did it run?");
+                let (want, bound): (Vec<f64>, Vec<f64>) = if glu {
+                    let (gv, uv) = (reference::matvec(gate, &xr), reference::matvec(up, &xr));
+                    let (gb, ub) = (integer_bound(gate, &xr), integer_bound(up, &xr));
+                    let silu = |v: f64| v / (1.0 + (-v).exp());
+                    let want = reference::swiglu(&gv, &uv);
+                    let bound = (0..gv.len()).map(|i| 1.1 * uv[i].abs() * gb[i] + silu(gv[i]).abs() * ub[i] + (gb[i] * ub[i]) + 1e-6 * want[i].abs()).collect();
+                    (want, bound)
+                } else {
+                    (reference::matvec(&exact, &xr), integer_bound(&exact, &xr))
+                };
+                for (i, ((&gv, &wv), &b)) in got.iter().zip(&want).zip(&bound).enumerate() {
+                    let e = (gv as f64 - wv).abs();
+                    assert!(e <= b, "{ty} {rows}x{cols} norm {norm} glu {glu}: row {i}: GPU {gv} vs CPU {wv} (|err| {e:.3e}, bound {b:.3e})");
+                }
+            }
         }
     }
 }

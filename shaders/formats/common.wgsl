@@ -32,6 +32,9 @@
 //   pload(rb, p): piece p of the row starting at byte rb: its vector loads (one or more, and any
 //     header of its block, shared by the block's pieces through the cache), scales decoded once;
 //   pdq(q, r, j): weights 4j .. 4j + 4 of run r of piece q, each exactly ggml's dequantised value.
+// And optionally, for runs of 16 weights, the integer form (matvec.wgsl's IDOT; kernels::format_int
+//   looks for `fn pint`): pint(q, r, j): weights 4j .. 4j + 4 of run r as four signed bytes n;
+//   pab(q, r): (a, b) such that each weight of the run is exactly a * n - b.
 // Weight kernels use nothing else of a format: matvec and matmul (and embed, through `dequant`).
 
 // The four bytes at even byte offset x + o (o a multiple of 4), as one little-endian word (two

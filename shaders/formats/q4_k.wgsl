@@ -49,3 +49,13 @@ fn pdq(q: Piece, r: u32, j: u32) -> vec4<f32> {
   let sm = select(q.s.xy, q.s.zw, r == 1u);
   return sm.x * vec4<f32>(n) - sm.y;
 }
+
+// The integer form (matvec.wgsl's IDOT): weights 4j .. 4j + 4 of run r of piece q as signed
+// bytes n (the nibbles, 0 to 15), and (a, b) with weight = a * n - b.
+fn pint(q: Piece, r: u32, j: u32) -> u32 {
+  return (q.q[j] >> (4u * r)) & 0x0f0f0f0fu;
+}
+
+fn pab(q: Piece, r: u32) -> vec2<f32> {
+  return select(q.s.xy, q.s.zw, r == 1u);
+}

@@ -51,3 +51,13 @@ fn pdq(q: Piece, r: u32, j: u32) -> vec4<f32> {
   let v = (vec4<i32>(bitcast<i32>(q.q[j])) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
   return vec4<f32>(v) * q.d;
 }
+
+// The integer form (matvec.wgsl's IDOT): weights 4j .. 4j + 4 of piece q as signed bytes n (the
+// file's), and (a, b) with weight = a * n - b.
+fn pint(q: Piece, r: u32, j: u32) -> u32 {
+  return q.q[j];
+}
+
+fn pab(q: Piece, r: u32) -> vec2<f32> {
+  return vec2<f32>(q.d, 0.0);
+}

@@ -161,6 +161,10 @@ mod cli {
         /// (default: true).
         #[arg(long)]
         wide_norm: Option<bool>,
+        /// One-token matrix-vector products of Q4_K, Q8_0 and Q6_K weights by integer dot products
+        /// against 24-bit quantised activations: on / off (default: on natively where pieces are).
+        #[arg(long)]
+        int_dot: Option<bool>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
@@ -249,6 +253,7 @@ mod cli {
                 t.wide_types = Some(mask);
             }
             t.wide_norm = self.wide_norm.or(t.wide_norm);
+            t.int_dot = self.int_dot.or(t.int_dot);
             if let Some(n) = self.rpt {
                 if !(1..=8).contains(&n) {
                     return Err(format!("--rpt {n}: expected 1 to 8").into());

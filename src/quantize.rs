@@ -1,0 +1,86 @@
+//! Activations as 24-bit integers for the integer form of the one-token matrix-vector product
+//! (`shaders/quantize.wgsl`, read by `shaders/matvec.wgsl`'s `IDOT`): each 16 values of a row
+//! as `d * (65536 h + 256 m + l)` with signed bytes h, m and l and `d = max |v| / 8355711`, plus
+//! their f32 sum. The error is at most `d / 2` a value (6e-8 of its half's largest: f32's own
+//! rounding), where llama.cpp's integer paths quantise activations to 8 bits (Q8_1: 4e-3 of the
+//! block's largest). 16 bits (1.5e-5) measured 2.03e-3 from `../shared/reference` on a decoded
+//! stories260K-pad256-Q4_K_M, at the 2e-3 tolerance; the third digit costs a third more integer
+//! dot products.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::kernels::{Kernel, PipelineKey};
+use crate::program::Builder;
+
+/// Values per quantisation block (one run of 16 weights in the matrix-vector kernel).
+pub const HALF: u32 = 16;
+
+/// The largest integer magnitude: `0x7f7f7f`, so that every base-256 digit stays a signed byte.
+pub const QMAX: f32 = 8355711.0;
+
+/// `struct P` of `shaders/quantize.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct QuantizeParams {
+    /// Values per row (a multiple of [`HALF`]).
+    pub n: u32,
+    /// RMSNorm epsilon (with `norm`).
+    pub eps: f32,
+    /// 1: RMSNorm the row with the weights bound at 3 first.
+    pub norm: u32,
+    /// Floats per token row of the input.
+    pub x_stride: u32,
+}
+
+/// The builder's quantised activations: one token row, reused by consecutive linear ops that
+/// read the same input (q/k/v after one norm).
+pub struct Scratch {
+    /// Integers: per half, its h, m and l digits (3 x 16 bytes).
+    q: wgpu::Buffer,
+    /// Per half: (d, sum) as two f32.
+    s: wgpu::Buffer,
+    /// Values the buffers hold.
+    cols: u32,
+    /// What they hold: input buffer, norm weights, row stride, values.
+    key: (wgpu::Buffer, Option<wgpu::Buffer>, u32, u32),
+    /// The program length after the last op that read them: they are reused only by the op
+    /// right after (nothing in between can have written the input).
+    at: usize,
+}
+
+impl Builder<'_> {
+    /// The last token row of `x` (`[tokens][x_stride]`, `cols` values; with `norm = (weights,
+    /// eps)` RMSNorm'd first) quantised for the integer matrix-vector form, as (integers, scales)
+    /// buffers: appends the quantize op (one-token batches only) unless the op appended last
+    /// read the same input through [`Builder::mark_quantized_read`].
+    pub fn quantized(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, norm: Option<(&wgpu::Buffer, f32)>) -> (wgpu::Buffer, wgpu::Buffer) {
+        assert!(cols % HALF == 0 && x_stride % 4 == 0, "quantised rows are whole halves of vec4 rows");
+        let key = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
+        if let Some(s) = self.quant.as_ref().filter(|s| s.at == self.program.ops.len() && s.key == key) {
+            return (s.q.clone(), s.s.clone());
+        }
+        let (q, s) = match self.quant.as_ref().filter(|s| s.cols >= cols) {
+            Some(s) => (s.q.clone(), s.s.clone()),
+            None => (self.storage("xq", (cols / HALF) as u64 * 48), self.storage("xq scales", (cols / HALF) as u64 * 8)),
+        };
+        let params = QuantizeParams { n: cols, eps: norm.map_or(0.0, |n| n.1), norm: norm.is_some() as u32, x_stride };
+        let p = self.uniform("quantize", &params);
+        let step = self.step.clone();
+        let v = self.variant(PipelineKey::plain(Kernel::Quantize), &[&p, &step, x, norm.map_or(x, |n| n.0), &q, &s]);
+        let groups = (cols / HALF).div_ceil(64);
+        self.op(vec![v], move |b| (b.n_tokens == 1).then_some((0, [groups, 1, 1])));
+        let reads = 1 + norm.is_some() as u64;
+        self.traffic(move |_| reads * cols as u64 * 4 + (cols / HALF) as u64 * 56);
+        let cols = self.quant.as_ref().map_or(cols, |s| s.cols.max(cols));
+        self.quant = Some(Scratch { q: q.clone(), s: s.clone(), cols, key, at: self.program.ops.len() });
+        (q, s)
+    }
+
+    /// Records that the op appended last read the quantised activations, so that the next
+    /// linear op on the same input reuses them.
+    pub fn mark_quantized_read(&mut self) {
+        if let Some(s) = self.quant.as_mut() {
+            s.at = self.program.ops.len();
+        }
+    }
+}
