@@ -233,6 +233,30 @@ impl Gpu {
         t.shared_bytes().max(crate::kernels::CoopTile::SMALL.shared_bytes()) <= shared
     }
 
+    /// Checks the [`Tuning`] against the device, for tunings set by Rust code (the CLI and
+    /// [`Gpu::native`] check theirs as they set them): the matrix-unit matmul needs cooperative
+    /// matrices and workgroup memory for its tile.
+    ///
+    /// # Errors
+    /// [`Error::Input`] naming the setting the device cannot run.
+    pub fn check_tuning(&self) -> Result<()> {
+        let t = &self.tuning;
+        if t.coop && !self.has_coop() {
+            return Err(Error::Input(format!("Tuning::coop is on, but {} has no 16x16x16 f16 cooperative matrices", self.adapter_info)));
+        }
+        if t.coop && !self.coop_fits(t.coop_tile) {
+            return Err(Error::Input(format!(
+                "Tuning::coop_tile {}x{}/{} needs {} bytes of workgroup memory, more than this device's {}",
+                t.coop_tile.bm,
+                t.coop_tile.bn,
+                t.coop_tile.split,
+                t.coop_tile.shared_bytes(),
+                self.device.limits().max_compute_workgroup_storage_size
+            )));
+        }
+        Ok(())
+    }
+
     /// Whether the device was created with cooperative matrices (see [`Tuning::coop`]).
     pub fn has_coop(&self) -> bool {
         self.device.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)

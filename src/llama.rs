@@ -112,8 +112,10 @@ impl Llama {
     ///
     /// Errors: any [`Config::from_gguf`] error, [`Error::TooLarge`] when a row, an expert stack or
     /// the KV cache exceeds one storage binding, [`Error::Gpu`] when the device rejects an
-    /// allocation.
+    /// allocation, [`Error::Input`] for a [`crate::gpu::Tuning`] the device cannot run
+    /// ([`Gpu::check_tuning`]).
     pub fn load(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: LoadOptions<'_>) -> Result<Llama> {
+        gpu.check_tuning()?;
         let cfg = Config { kv: opts.kv, ..Config::from_gguf(g, opts.ctx)? };
         let mut no_progress = |_: &Progress| {};
         let progress = opts.progress.unwrap_or(&mut no_progress);

@@ -96,6 +96,7 @@ async fn run(
     repeats: u32,
     build: impl FnOnce(&mut Loader, &mut Builder) -> Result<Outputs>,
 ) -> Result<(Vec<Vec<f32>>, Option<(f64, Option<f64>)>)> {
+    gpu.check_tuning()?;
     let mut kernels = Kernels::new();
     let mut ld = Loader::new(gpu, src);
     let mut b = Builder::new(gpu, &mut kernels);

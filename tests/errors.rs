@@ -201,6 +201,25 @@ fn forward_argument_errors() {
     assert_eq!(block_on(llama.forward(&[1], 0)).unwrap_err(), Error::Disposed);
 }
 
+/// A tuning set from Rust that the device cannot run (the matrix-unit matmul without cooperative
+/// matrices, or a tile beyond its workgroup memory) is refused at load, by name.
+#[test]
+fn a_tuning_the_device_cannot_run_is_an_input_error() {
+    let mut gpu = gpu(false);
+    let bytes = tiny(&[], "");
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let want = if gpu.has_coop() {
+        // A tile far past any device's workgroup memory.
+        gpu.tuning_mut().coop_tile = webgpu_llama::kernels::CoopTile { bm: 1024, bn: 1024, split: 2 };
+        "Tuning::coop_tile 1024x1024/2"
+    } else {
+        "Tuning::coop is on"
+    };
+    gpu.tuning_mut().coop = true;
+    let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
+    assert!(matches!(e, Error::Input(_)) && e.to_string().contains(want), "{e}");
+}
+
 #[test]
 fn tensor_too_large_for_a_binding_names_it_and_the_limit() {
     let mut gpu = gpu(false);
