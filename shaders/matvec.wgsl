@@ -9,7 +9,8 @@
 // decoder (dqm, below) and multiplied into all NT token rows; the row's TPR partial sums are
 // then added (by subgroup shuffles with SG, below, then in workgroup memory). Workgroups past
 // 65535 wrap into workgroup_id.y. The maths: each weight is exactly ggml's dequantised f32
-// value, then an f32 dot product per token.
+// value, then an f32 dot product per token (the integer form, IDOT below: exact integer products
+// against 24-bit activations).
 // The `//@for` blocks are unrolled at compose time (kernels::unroll) into named registers: the
 // drivers' compilers keep a private array indexed in a loop in memory when they do not unroll it.
 //
@@ -71,7 +72,8 @@ fn nw4(c: u32) -> vec4<f32> {
 @group(0) @binding(7) var<storage, read> XS: array<vec2<f32>>;
 
 // Run r of piece q against the digits (h, m, l) of an activation half: the integer products,
-// summed (in f32: 65536 (n . h) can pass 2^31; each dot product is exact, the sum rounds once).
+// summed (in f32: 65536 (n . h) can pass 2^31; each dot product is exact, the sum rounds at
+// most twice, within an f32 unit of the result).
 fn idot(q: Piece, r: u32, xh: vec4<u32>, xm: vec4<u32>, xl: vec4<u32>) -> f32 {
   let n = vec4<u32>(pint(q, r, 0u), pint(q, r, 1u), pint(q, r, 2u), pint(q, r, 3u));
   let h = dot4I8Packed(n.x, xh.x) + dot4I8Packed(n.y, xh.y) + dot4I8Packed(n.z, xh.z) + dot4I8Packed(n.w, xh.w);

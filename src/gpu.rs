@@ -38,7 +38,8 @@ pub struct Tuning {
     pub wide_norm: Option<bool>,
     /// The one-token matrix-vector form of formats with an integer form (Q4_K, Q8_0, Q6_K) reads
     /// 24-bit quantised activations and multiplies by integer dot products where it reads pieces
-    /// (see [`crate::linear::int_dot`]); `None`: on natively.
+    /// (see [`crate::linear::int_dot`]); `None`: off ([`Gpu::native`] turns it on for Vulkan
+    /// devices; the browser's GPUs are not measured yet).
     pub int_dot: Option<bool>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
@@ -319,6 +320,10 @@ impl Gpu {
         // on an H200, pp512 against the f32 kernel 1.27x (1B Q8_0), 1.32x (Q4_K_M), 1.16x (F16),
         // 1.34x (8B Q4_K_M), within 6e-5 of every reference case (BENCHMARKS.md v9).
         gpu.tuning.coop = gpu.has_coop() && !gpu.is_cpu() && gpu.coop_fits(crate::kernels::CoopTile::DEFAULT);
+        // The integer matvec form on Vulkan, where it was measured (naga emits OpSDot where the
+        // device has integer dot products, a bit-field polyfill elsewhere; Metal and D3D12 are
+        // unmeasured): H200, 8B Q4_K_M decode 160.6 -> 245.8 tok/s (BENCHMARKS.md v10).
+        gpu.tuning.int_dot = Some(info.backend == wgpu::Backend::Vulkan);
         Ok(gpu)
     }
 

@@ -53,7 +53,7 @@ pub enum Kernel {
     TopK,
     /// A plain read of a buffer: the bench's measured read bandwidth.
     Stream,
-    /// Q8_0 rows regrouped in place at load, so that block weights start on 16-byte boundaries.
+    /// Q8_0 and Q6_K rows regrouped in place at load, so that block weights start on 16-byte boundaries.
     Repack,
     /// A token row of activations as 24-bit integers per 16 values (RMSNorm optionally fused),
     /// for the integer form of the matrix-vector kernel.
@@ -501,7 +501,7 @@ impl PipelineKey {
                 if wide && self.format.and_then(format_piece).is_some() {
                     s += " wide";
                 }
-                if int {
+                if int && self.format.is_some_and(format_int) {
                     s += " idot";
                 }
             }

@@ -146,8 +146,10 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 
 /// Whether the matrix-vector kernel reads a `[rows][cols]` matrix of format `ty` as 16-byte
 /// pieces (`WIDE` in `shaders/matvec.wgsl`): where the format has them
-/// ([`crate::kernels::format_piece`]: Q4_K, F16, and Q8_0 as regrouped at load,
-/// [`crate::repack`]) and every row starts on a 16-byte boundary (Q8_0: rows of 256k weights); on
+/// ([`crate::kernels::format_piece`]: Q4_K, F16, and Q8_0 and Q6_K as regrouped at load,
+/// [`crate::repack`]) and every row starts on a 16-byte boundary (Q8_0: rows of 256k weights,
+/// Q6_K: 2048k; with the f32 form, Q6_K's pieces took the 8B's down projection from 1780 to
+/// 1293 us, BENCHMARKS.md v10); on
 /// GPUs, off on CPU adapters (a whole row per invocation there), unless
 /// [`crate::gpu::Tuning::wide`] says otherwise. Measured on an H200 (top-1 decode tok/s, spans /
 /// pieces, same session): Llama-3.2-1B shape F16 660-668 / 782-796, Llama-3-8B shape Q4_K_M
@@ -177,11 +179,10 @@ pub fn wide_with_norm(gpu: &Gpu) -> bool {
 /// Whether the one-token matrix-vector form of a `[rows][cols]` matrix of format `ty` reads its
 /// activations as 24-bit integers and multiplies by integer dot products (`IDOT` in
 /// `shaders/matvec.wgsl`, after `shaders/quantize.wgsl`; [`crate::quantize`]): where the format
-/// has the integer form ([`crate::kernels::format_int`]: Q4_K, Q8_0, Q6_K) and its pieces are read
-/// ([`wide`]); natively by default, else as [`crate::gpu::Tuning::int_dot`] says (the browser's
-/// GPUs are not measured yet).
+/// has the integer form ([`crate::kernels::format_int`]: Q4_K, Q8_0, Q6_K), its pieces are read
+/// ([`wide`]) and [`crate::gpu::Tuning::int_dot`] is on (natively on Vulkan by default).
 pub fn int_dot(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
-    crate::kernels::format_int(ty) && wide(gpu, ty, cols) && gpu.tuning().int_dot.unwrap_or(cfg!(not(target_arch = "wasm32")))
+    crate::kernels::format_int(ty) && wide(gpu, ty, cols) && gpu.tuning().int_dot.unwrap_or(false)
 }
 
 /// [`wide`] for a matrix-vector form with (`norm`) or without RMSNorm fused.

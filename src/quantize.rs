@@ -1,8 +1,8 @@
 //! Activations as 24-bit integers for the integer form of the one-token matrix-vector product
 //! (`shaders/quantize.wgsl`, read by `shaders/matvec.wgsl`'s `IDOT`): each 16 values of a row
 //! as `d * (65536 h + 256 m + l)` with signed bytes h, m and l and `d = max |v| / 8355711`, plus
-//! their f32 sum. The error is at most `d / 2` a value (6e-8 of its half's largest: f32's own
-//! rounding), where llama.cpp's integer paths quantise activations to 8 bits (Q8_1: 4e-3 of the
+//! their f32 sum. The error is at most about `1.5 d` a value (half a unit, plus f32's rounding of
+//! `v / d` near 2^23): 1.8e-7 of its half's largest, near f32's own rounding, where llama.cpp's integer paths quantise activations to 8 bits (Q8_1: 4e-3 of the
 //! block's largest). 16 bits (1.5e-5) measured 2.03e-3 from `../shared/reference` on a decoded
 //! stories260K-pad256-Q4_K_M, at the 2e-3 tolerance; the third digit costs a third more integer
 //! dot products.

@@ -118,7 +118,7 @@ pub struct MatPart {
     pub row_start: u32,
     /// Rows in the part.
     pub rows: u32,
-    /// The rows' bytes as stored in the file (row `r` at byte `r * row_bytes`; Q8_0 regrouped
+    /// The rows' bytes as stored in the file (row `r` at byte `r * row_bytes`; Q8_0 and Q6_K regrouped
     /// within rows, [`crate::repack`]), padded.
     pub buffer: wgpu::Buffer,
 }
@@ -145,7 +145,7 @@ pub struct ExpertPart {
     /// Experts in the part.
     pub experts: u32,
     /// Their bytes as stored (expert `e` row `r` at byte `((e - expert_start) * rows + r) *
-    /// row_bytes`; Q8_0 regrouped within rows, [`crate::repack`]).
+    /// row_bytes`; Q8_0 and Q6_K regrouped within rows, [`crate::repack`]).
     pub buffer: wgpu::Buffer,
 }
 
@@ -320,7 +320,7 @@ impl<'a> Loader<'a> {
     }
 
     /// A `[rows][cols]` matrix of type `ty` stored at `offset` in the source, kept as stored
-    /// (Q8_0 listed for regrouping).
+    /// (Q8_0 and Q6_K listed for regrouping).
     pub(crate) fn matrix(&mut self, name: &str, ty: GgmlType, offset: u64, rows: u32, cols: u32) -> Result<Matrix> {
         let row_bytes = row_bytes(name, ty, cols)?;
         let parts = self.parts(name, "", name.into(), offset, rows, row_bytes)?;

@@ -177,6 +177,18 @@ fn moe_k_quants_and_split_experts() {
     assert_close("moe q6_k split", compare(&s, Scheme::All(GgmlType::Q6_K), 4, Some(100_000)));
 }
 
+/// Rows of 2048 weights: Q6_K's rows regrouped at load (`repack.wgsl`) and read as pieces (with
+/// the GPU shapes: through the one-token integer form natively), Q4_K and Q8_0 as pieces, dense
+/// and through the expert kernels.
+#[test]
+fn width_2048_regrouped_q6_k_dense_and_moe() {
+    let dense = Shape::dense(2048, 1, 16, 4, 2048, 67);
+    assert_close("Q4_K_M, d 2048", compare(&dense, Scheme::Q4KM, 3, None));
+    let moe = Shape { experts: 4, topk: 2, ..dense };
+    assert_close("MoE Q6_K, d 2048", compare(&moe, Scheme::All(GgmlType::Q6_K), 3, None));
+    assert_close("MoE Q4_K_M, d 2048", compare(&moe, Scheme::Q4KM, 3, None));
+}
+
 #[test]
 fn moe_top1_and_top3() {
     let top1 = Shape { experts: 5, topk: 1, ..Shape::dense(72, 2, 6, 3, 40, 83) };

@@ -220,11 +220,12 @@ fn linear_fused_norm_and_swiglu() {
 }
 
 /// Per row of `w` (`[rows][cols]`, f64), the bound on the integer form's error for input `x`:
-/// each value is off by at most d / 2 (d = max |x| of its 16 / 8355711), so a row by at most
-/// sum_i |w_i| d_i / 2; plus 1e-6 of sum |w x| for the f32 sums of the products.
+/// each value is off by at most 1.5 d (d = max |x| of its 16 / 8355711: half a unit, plus the f32
+/// rounding of v / d near 2^23), so a row by at most sum_i |w_i| 1.5 d_i; plus 1e-6 of sum |w x|
+/// for the f32 sums of the products.
 fn integer_bound(w: &[f64], x: &[f64]) -> Vec<f64> {
     let d: Vec<f64> = x.chunks(16).flat_map(|h| vec![h.iter().fold(0f64, |m, v| m.max(v.abs())) / 8355711.0; h.len()]).collect();
-    w.chunks(x.len()).map(|r| r.iter().zip(&d).zip(x).map(|((w, d), x)| w.abs() * (0.5 * d * 1.001 + 1e-6 * x.abs())).sum()).collect()
+    w.chunks(x.len()).map(|r| r.iter().zip(&d).zip(x).map(|((w, d), x)| w.abs() * (1.5 * d + 1e-6 * x.abs())).sum()).collect()
 }
 
 /// The one-token integer form (`IDOT`: `shaders/quantize.wgsl`, then `shaders/matvec.wgsl` with

@@ -58,7 +58,8 @@ fn check_case(c: &Case) {
 /// spans, 4 attention key splits for small batches) and its decode fusions (RMSNorm and SwiGLU in
 /// the matrix-vector kernel) in chunks of 7 tokens, 2 the tiled f32 matmul for every batch,
 /// 5-token chunks, 3 the GPU shapes and fusions one token at a time (natively, with the one-token
-/// integer form of the formats that have it: Q4_K, Q8_0 and Q6_K rows of 16-byte pieces), 4 the matrix-unit matmul
+/// integer form of the formats that have it where rows are 16-byte pieces: here Q4_K and Q8_0;
+/// no shared model has Q6_K rows of 2048k weights, tests/kernels.rs does), 4 the matrix-unit matmul
 /// (`--coop`, its default tile and split precision) for every batch, where the adapter has
 /// cooperative matrices (skipped, with a line saying so, where it has none: lavapipe).
 fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {

@@ -150,7 +150,7 @@ mod cli {
         #[arg(long)]
         unroll: Option<u32>,
         /// Read the matrix-vector kernel's weights as 16-byte pieces where the format has them
-        /// (Q4_K, F16, Q8_0): on / off (default: by device).
+        /// (Q4_K, Q6_K, F16, Q8_0): on / off (default: by device).
         #[arg(long)]
         wide: Option<bool>,
         /// With pieces: only these formats take them (comma list of GGML type names, e.g.
@@ -246,7 +246,7 @@ mod cli {
                 for n in names {
                     let ty = webgpu_llama::ggml::GgmlType::from_name(n).ok_or_else(|| format!("--wide-types {n}: not a GGML type name"))?;
                     if webgpu_llama::kernels::format_piece(ty).is_none() {
-                        return Err(format!("--wide-types {n}: {} has no 16-byte pieces (Q4_K, F16 and Q8_0 do)", ty.name()).into());
+                        return Err(format!("--wide-types {n}: {} has no 16-byte pieces (Q4_K, Q6_K, F16 and Q8_0 do)", ty.name()).into());
                     }
                     mask |= 1 << ty as u32;
                 }
