@@ -2,8 +2,9 @@
 // input of matvec.wgsl's integer form (IDOT): value v = d * (65536 h + 256 m + l), h, m and l
 // signed bytes (balanced base-256 digits of q = round(v / d)), d = max |v| of the half / 8355711
 // (= 0x7f7f7f, so that every digit stays within [-128, 127]); the error is at most about 1.5 d
-// (half a unit, plus f32's rounding of v / d near 2^23), 1.8e-7 of the half's largest value. (16 bits, two digits, measured 2.03e-3 from the
-// reference on stories260K-pad256-Q4_K_M decoded a token at a time, at the 2e-3 tolerance.)
+// (half a unit, plus f32's rounding of v / d near 2^23), 1.8e-7 of the half's largest value.
+// (16 bits, two digits, measured 2.03e-3 from the reference on stories260K-pad256-Q4_K_M decoded
+// a token at a time, at the 2e-3 tolerance.)
 // Each half also keeps the f32 sum of its values (the formats' min terms).
 // With NORM (p.norm = 1) v = x / sqrt(mean(x^2) + eps) * w (RMSNorm, as rmsnorm.wgsl), so that
 // the matrix-vector op after it reads normalised activations.

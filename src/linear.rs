@@ -228,6 +228,17 @@ pub struct Fuse<'a> {
     pub glu: bool,
 }
 
+/// What a linear op's matrix-vector forms took ([`Builder::linear_fused`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fused {
+    /// RMSNorm fused in ([`Fuse::norm`]; with `int`, done by the quantize op for one token).
+    pub norm: bool,
+    /// SwiGLU fused in ([`Fuse::glu`]).
+    pub glu: bool,
+    /// The one-token form is the integer one ([`int_dot`]).
+    pub int: bool,
+}
+
 /// Threads per row of the expert kernels (`matvec_exp`, `moe_down`: each thread takes runs of
 /// CHUNK weights) over `rows` rows (all picks together) of `cols` weights of format `ty`: on a
 /// GPU the fewest threads per row, from 64 (or the row's chunks rounded up to a power of two,
@@ -259,9 +270,8 @@ impl Builder<'_> {
     }
 
     /// [`Builder::linear`] with the decode fusions `fuse` where [`crate::gpu::Tuning::fused`]
-    /// allows them (SwiGLU needs `W` in one part). Returns whether the matrix-vector forms fuse
-    /// (norm, SwiGLU).
-    pub fn linear_fused(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>) -> (bool, bool) {
+    /// allows them (SwiGLU needs `W` in one part). Returns which the matrix-vector forms took.
+    pub fn linear_fused(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>) -> Fused {
         let mv_max = self.gpu.tuning().matvec_max_tokens;
         let coop = self.gpu.tuning().coop;
         let min_large = self.gpu.tuning().min_large_tiles;
@@ -359,18 +369,18 @@ impl Builder<'_> {
         if int.is_some() {
             self.mark_quantized_read();
         }
-        (norm.is_some(), glu)
+        Fused { norm: norm.is_some(), glu, int: int.is_some() }
     }
 
     /// The output head `logits = W x`: for the batch's last token only (into logits row 0), or
     /// with [`crate::program::Batch::all_logits`] for every token (as [`Builder::linear`]); `norm`
     /// as [`Fuse::norm`] (`x` is then the normalised rows the matrix-matrix forms read).
     pub fn head(&mut self, w: &Matrix, x: &wgpu::Buffer, d: u32, logits: &wgpu::Buffer, vocab: u32, norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>) -> bool {
-        let (fused, _) = self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
+        let Fused { norm: fused, int, .. } =
+            self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
         // Its ops, one per part (after the quantize op of the integer form, if any).
         let first = self.program.ops.len() - w.parts.len();
         let norm = norm.filter(|_| fused);
-        let int = self.gpu.tuning().matvec_max_tokens >= 1 && int_dot(self.gpu, w.ty, w.cols);
         let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);

@@ -2,10 +2,10 @@
 //! (`shaders/quantize.wgsl`, read by `shaders/matvec.wgsl`'s `IDOT`): each 16 values of a row
 //! as `d * (65536 h + 256 m + l)` with signed bytes h, m and l and `d = max |v| / 8355711`, plus
 //! their f32 sum. The error is at most about `1.5 d` a value (half a unit, plus f32's rounding of
-//! `v / d` near 2^23): 1.8e-7 of its half's largest, near f32's own rounding, where llama.cpp's integer paths quantise activations to 8 bits (Q8_1: 4e-3 of the
-//! block's largest). 16 bits (1.5e-5) measured 2.03e-3 from `../shared/reference` on a decoded
-//! stories260K-pad256-Q4_K_M, at the 2e-3 tolerance; the third digit costs a third more integer
-//! dot products.
+//! `v / d` near 2^23): 1.8e-7 of its half's largest, near f32's own rounding, where llama.cpp's
+//! integer paths quantise activations to 8 bits (Q8_1: 4e-3 of the block's largest). 16 bits
+//! (1.5e-5) measured 2.03e-3 from `../shared/reference` on a decoded stories260K-pad256-Q4_K_M,
+//! at the 2e-3 tolerance; the third digit costs a third more integer dot products.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -14,6 +14,9 @@ use crate::program::Builder;
 
 /// Values per quantisation block (one run of 16 weights in the matrix-vector kernel).
 pub const HALF: u32 = 16;
+
+/// Bytes of one half's integers: its three digits, 16 bytes each.
+const HALF_BYTES: u64 = 48;
 
 /// The largest integer magnitude: `0x7f7f7f`, so that every base-256 digit stays a signed byte.
 pub const QMAX: f32 = 8355711.0;
@@ -39,8 +42,6 @@ pub struct Scratch {
     q: wgpu::Buffer,
     /// Per half: (d, sum) as two f32.
     s: wgpu::Buffer,
-    /// Values the buffers hold.
-    cols: u32,
     /// What they hold: input buffer, norm weights, row stride, values.
     key: (wgpu::Buffer, Option<wgpu::Buffer>, u32, u32),
     /// The program length after the last op that read them: they are reused only by the op
@@ -59,9 +60,10 @@ impl Builder<'_> {
         if let Some(s) = self.quant.as_ref().filter(|s| s.at == self.program.ops.len() && s.key == key) {
             return (s.q.clone(), s.s.clone());
         }
-        let (q, s) = match self.quant.as_ref().filter(|s| s.cols >= cols) {
+        let halves = (cols / HALF) as u64;
+        let (q, s) = match self.quant.as_ref().filter(|s| s.q.size() >= halves * HALF_BYTES) {
             Some(s) => (s.q.clone(), s.s.clone()),
-            None => (self.storage("xq", (cols / HALF) as u64 * 48), self.storage("xq scales", (cols / HALF) as u64 * 8)),
+            None => (self.storage("xq", halves * HALF_BYTES), self.storage("xq scales", halves * 8)),
         };
         let params = QuantizeParams { n: cols, eps: norm.map_or(0.0, |n| n.1), norm: norm.is_some() as u32, x_stride };
         let p = self.uniform("quantize", &params);
@@ -70,9 +72,8 @@ impl Builder<'_> {
         let groups = (cols / HALF).div_ceil(64);
         self.op(vec![v], move |b| (b.n_tokens == 1).then_some((0, [groups, 1, 1])));
         let reads = 1 + norm.is_some() as u64;
-        self.traffic(move |_| reads * cols as u64 * 4 + (cols / HALF) as u64 * 56);
-        let cols = self.quant.as_ref().map_or(cols, |s| s.cols.max(cols));
-        self.quant = Some(Scratch { q: q.clone(), s: s.clone(), cols, key, at: self.program.ops.len() });
+        self.traffic(move |_| reads * cols as u64 * 4 + halves * (HALF_BYTES + 8));
+        self.quant = Some(Scratch { q: q.clone(), s: s.clone(), key, at: self.program.ops.len() });
         (q, s)
     }
 

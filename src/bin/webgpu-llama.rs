@@ -162,7 +162,7 @@ mod cli {
         #[arg(long)]
         wide_norm: Option<bool>,
         /// One-token matrix-vector products of Q4_K, Q8_0 and Q6_K weights by integer dot products
-        /// against 24-bit quantised activations: on / off (default: on natively where pieces are).
+        /// against 24-bit quantised activations: on / off (default: on for Vulkan devices).
         #[arg(long)]
         int_dot: Option<bool>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
