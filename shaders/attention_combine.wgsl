@@ -7,12 +7,21 @@
 // attention::MAX_SPLITS), M and the denominator are reduced in workgroup memory, then thread d
 // adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a loop of
 // dependent loads would wait on memory once per split).
+// With QUANT (one token; head_dim a multiple of 16, at most 512) it also writes the head's output
+// as quantize_half.wgsl's 24-bit integers (bindings 4 XQ, 5 XS; the row's halves of this head),
+// for the integer form of the output projection: the quantize op it would take is one dependent
+// dispatch per layer more.
 struct P { n_heads: u32, head_dim: u32, o_stride: u32, _a: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<uniform> st: Step;
 @group(0) @binding(2) var<storage, read> partials: array<f32>;
 @group(0) @binding(3) var<storage, read_write> o: array<f32>;
+//@if QUANT
+@group(0) @binding(4) var<storage, read_write> XQ: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> XS: array<vec2<f32>>;
+var<workgroup> OV: array<f32, 512>; // the head's output row
+//@end
 
 const NEG: f32 = -3.0e38;
 var<workgroup> weight: array<f32, 64>; // exp(m_s - M), 0 for a split without keys
@@ -61,5 +70,20 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
       }
     }
     o[t * p.o_stride + h * p.head_dim + d] = acc / z;
+//@if QUANT
+    OV[d] = acc / z;
+//@end
   }
+//@if QUANT
+  workgroupBarrier();
+  // (The last token's row, as quantize.wgsl's: decode has one.)
+  for (var i = l.x; i < p.head_dim / 16u && t + 1u == st.n_tokens; i += 64u) {
+    var v: array<vec4<f32>, 4>;
+    for (var j = 0u; j < 4u; j++) {
+      let e = 16u * i + 4u * j;
+      v[j] = vec4<f32>(OV[e], OV[e + 1u], OV[e + 2u], OV[e + 3u]);
+    }
+    quantize_half(h * p.head_dim / 16u + i, v);
+  }
+//@end
 }

@@ -4,22 +4,22 @@
 // keys) leaves a decode step waiting on memory several times per tile. Here each workgroup takes
 // one KV head and one key split (flash-decoding: partials merged by attention_combine.wgsl, as
 // attention.wgsl writes them) and walks its keys 64 at a time in three steps:
-//   1. thread j reads key j's row (HD / 4 vector loads, all in flight at once) and scores it
+//   1. thread j reads key j's row (HD / 4 vector loads, 16 in flight at a time) and scores it
 //      against the G query heads of the group (q in workgroup memory);
 //   2. each head's running max and sum are updated from the 64 scores (online softmax,
 //      FlashAttention, Dao et al. 2022; max and sum as trees across the threads), and thread j
 //      turns its scores into weights;
 //   3. the 64 weighted value rows are added up by NDG x KG threads: thread j takes the 4 dims
-//      4 (j % NDG) .. (of each head) of the KPG keys of key group j / NDG, 8 vector loads in
-//      flight at a time (8 keys' value rows per wait on memory, not 1), and the KG groups'
+//      4 (j % NDG) .. (of each head) of the KPG keys of key group j / NDG, 16 vector loads in
+//      flight at a time (16 keys' value rows per wait on memory, not 1), and the KG groups'
 //      sums are added in workgroup memory once, at the end.
 // Composed with `const HD` (head dim, a multiple of 4), `G` (query heads per KV head), `DPT`
 // (4-dim groups per thread: HD / 256 rounded up), `KG` (key groups, below), `SG` (subgroup size
 // of step 2's reductions, 0: none), `KV16` (f16 cache: IEEE halves two per u32) and `ROPE`.
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
-// (k rotated; its thread rescores it, and its value is added once after the keys, with weight 0
-// in the loop), and the workgroup whose split holds the token writes them into the cache (no
+// (k rotated by all threads into workgroup memory, where its thread scores it; its value is
+// added once after the keys, with weight 0 in the loop), and the workgroup whose split holds the token writes them into the cache (no
 // other reads that slot, so this needs no ordering). Binding 7: rope_kv's cos/sin table.
 // With `SG` (a subgroup size dividing 64, at least 2), step 2's max and sum are subgroup
 // operations, then one exchange in workgroup memory, instead of 6-level trees.
@@ -66,6 +66,7 @@ const KPG: u32 = 64u / KG;
 var<workgroup> O: array<array<vec4<f32>, 64>, G>; // the trees of step 2 (x), the key groups' sums at the end
 //@if ROPE
 var<workgroup> OWN: array<f32, G>; // the token's own key's weights (ROPE)
+var<workgroup> KOWN: array<vec4<f32>, HD / 4u>; // the token's own key, rotated (ROPE)
 //@end
 
 // Key-cache elements 4i .. 4i + 4.
@@ -142,25 +143,37 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let knew = p.n_heads * HD + kvh * HD;
   let vnew = knew + kvd;
   for (var g = 0u; g < G; g++) { m[g] = NEG; }
+//@if ROPE
+  // The token's own key, rotated by all threads at once (its scoring thread would otherwise
+  // wait on HD / 4 dependent loads of qkv and the table while the workgroup waits on it).
+  for (var i = j; i < HD / 4u; i += 64u) {
+    KOWN[i] = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
+  }
+//@end
   workgroupBarrier();
   for (var kb = kbeg; kb < kend; kb += 64u) {
     // 1. Key kb + j against every head of the group.
     let key = kb + j;
     let kbase = min(key, kend - 1u) * (kvd / 4u) + kvh * (HD / 4u);
+    // (16 loads in flight at a time: a loop of dependent loads waits on memory once per vector.)
     var s: array<f32, G>;
-    for (var i = 0u; i < HD / 4u; i++) {
-      let k = key4(kbase + i);
-      for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * (HD / 4u) + i], k); }
+    for (var i = 0u; i < HD / 4u; i += 16u) {
+      var k: array<vec4<f32>, 16>;
+      for (var u = 0u; u < 16u; u++) { k[u] = key4(kbase + min(i + u, HD / 4u - 1u)); }
+      for (var u = 0u; u < 16u; u++) {
+        if (i + u < HD / 4u) {
+          for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * (HD / 4u) + i + u], k[u]); }
+        }
+      }
     }
 //@if ROPE
-    // The token's own key is not in the cache yet: its one thread scores it again from qkv
+    // The token's own key is not in the cache yet: its one thread scores it again from KOWN
     // (a branch once per chunk, not a compare per load).
     let own = key == st.pos0;
     if (own) {
       for (var g = 0u; g < G; g++) { s[g] = 0.0; }
       for (var i = 0u; i < HD / 4u; i++) {
-        let k = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
-        for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * (HD / 4u) + i], k); }
+        for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * (HD / 4u) + i], KOWN[i]); }
       }
     }
 //@end
@@ -229,7 +242,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     for (var g = 0u; g < G; g++) { chunk_sum[g] = O[g][0].x; }
 //@end
-    // 3. The weighted value rows into this thread's dims, 8 keys' loads in flight at a time (a
+    // 3. The weighted value rows into this thread's dims, 16 keys' loads in flight at a time (a
     // loop of dependent loads would wait on memory once per key). Keys past the split's end
     // read its last key and weigh 0.
     for (var g = 0u; g < G; g++) {
@@ -251,14 +264,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let dg = min(j % NDG + 64u * t, NDG - 1u);
       let vo = (kb * kvd + kvh * HD) / 4u + dg;
       let k0 = min(kg, KG - 1u) * KPG;
-      // (Groups stop at the split's last key: a short context reads no rows past it.)
-      for (var i = k0; i < k0 + KPG && i <= last; i += 8u) {
-        var v: array<vec4<f32>, 8>;
-        for (var u = 0u; u < 8u; u++) {
-          v[u] = value4(vo + min(i + u, last) * (kvd / 4u));
+      // (Groups stop at the split's last key: a short context reads no rows past it. Loads past
+      // the group's keys read its last one again: the next chunk's rows can be the token's own
+      // slot, whose leftover, NaN say, would turn a weight of 0 into NaN.)
+      let top = min(last, k0 + KPG - 1u);
+      for (var i = k0; i < k0 + KPG && i <= last; i += 16u) {
+        var v: array<vec4<f32>, 16>;
+        for (var u = 0u; u < 16u; u++) {
+          v[u] = value4(vo + min(i + u, top) * (kvd / 4u));
         }
-        for (var u = 0u; u < 8u; u++) {
-          // Past the group's keys (KPG not a multiple of 8): weight 0.
+        for (var u = 0u; u < 16u; u++) {
+          // Past the group's keys (KPG not a multiple of 16): weight 0.
           let in_group = i + u < k0 + KPG;
           for (var g = 0u; g < G; g++) { acc[g][t] += select(0.0, S[g][min(i + u, 63u)], in_group) * v[u]; }
         }
@@ -314,7 +330,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (kbeg <= st.pos0 && st.pos0 < kend) {
     for (var dg = j; dg < NDG; dg += 64u) {
       let c = (st.pos0 * kvd + kvh * HD) / 4u + dg;
-      let k = rope4(qkv4(knew + 4u * dg), 4u * dg, st.pos0);
+      let k = KOWN[dg];
       let v = qkv4(vnew + 4u * dg);
 //@if KV16
       kc[c] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));

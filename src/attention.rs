@@ -11,7 +11,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::config::{Config, KvType};
 use crate::gpu::Gpu;
-use crate::kernels::{Geometry, Kernel, PipelineKey};
+use crate::kernels::{Geometry, Kernel, PipelineKey, COMBINE_QUANT_MAX_HD};
 use crate::program::{Batch, Builder};
 
 /// Most key splits of one attention dispatch (`shaders/attention_combine.wgsl` reads one per thread
@@ -118,11 +118,12 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
 /// Whether one-token batches take `shaders/attention_decode.wgsl` (a key per thread; its query
 /// heads and scores in workgroup memory): on GPUs (not CPU adapters, where a thread per key
 /// buys nothing), for head dims that are whole vectors and groups of at most 8 query heads whose
-/// workgroup memory (q, scores and the key groups' sums) fits the device's, unless
+/// workgroup memory (q, scores, the key groups' sums and the token's own key) fits the device's, unless
 /// [`crate::gpu::Tuning::decode_attention`] is off.
 pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     let g = cfg.n_heads / cfg.n_kv_heads;
-    let shared = g * (4 * cfg.head_dim + 64 * 4 + 64 * 16 + 4);
+    // (q, scores, sums, own-key weights per head; the own key once.)
+    let shared = g * (4 * cfg.head_dim + 64 * 4 + 64 * 16 + 4) + 4 * cfg.head_dim;
     gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && shared <= gpu.limits().max_compute_workgroup_storage_size
 }
 
@@ -157,6 +158,11 @@ pub struct AttentionIo<'a> {
     /// batches are fused in ([`fuses_rope`]; `qkv` then holds q and k unrotated for them and
     /// `rope_kv` must skip them), else `None`.
     pub rope: Option<&'a wgpu::Buffer>,
+    /// The output of one-token batches is read by the integer form of the output projection
+    /// (`shaders/quantize.wgsl`'s integers, [`Builder::quantized`]): the combine writes them
+    /// with the output where it can ([`crate::kernels::Geometry::Combine`]), a quantize op where
+    /// keys are not split.
+    pub quantize: bool,
 }
 
 impl Builder<'_> {
@@ -216,8 +222,20 @@ impl Builder<'_> {
         self.traffic(move |b| (b.pos0 + b.n_tokens) as u64 * kv_row + b.n_tokens as u64 * q_row);
         let cp = CombineParams { n_heads: cfg.n_heads, head_dim: cfg.head_dim, o_stride: q_dim, pad: 0 };
         let c = self.uniform("attention combine", &cp);
-        let combine = self.variant(PipelineKey::plain(Kernel::AttentionCombine), &[&c, &step, io.partials, io.out]);
+        let mut cbufs = vec![&c, &step, io.partials, io.out];
+        // The output projection's integers: by a quantize op where the keys are not split (the
+        // combine does not run), else by the combine.
+        let quant = (io.quantize && cfg.head_dim % crate::quantize::HALF == 0 && cfg.head_dim <= COMBINE_QUANT_MAX_HD)
+            .then(|| self.quantized_when(io.out, q_dim, q_dim, None, |b| b.splits == 1));
+        if let Some((xq, xs)) = &quant {
+            cbufs.extend([xq, xs]);
+        }
+        let geometry = Geometry::Combine { quant: quant.is_some() };
+        let combine = self.variant(PipelineKey { kernel: Kernel::AttentionCombine, format: None, geometry }, &cbufs);
         let n_heads = cfg.n_heads;
         self.op(vec![combine], move |b| (b.splits > 1).then_some((0, [n_heads, b.n_tokens, 1])));
+        if quant.is_some() {
+            self.mark_quantized_read();
+        }
     }
 }

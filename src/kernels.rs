@@ -413,6 +413,13 @@ pub enum Geometry {
         /// Token rows per workgroup, or 0.
         rows: u32,
     },
+    /// Attention's combine of key splits (`attention_combine.wgsl`): whether it also writes the
+    /// head's output as `shaders/quantize_half.wgsl`'s 24-bit integers (`QUANT`, for the integer
+    /// form of the output projection; head dims a multiple of 16, at most [`COMBINE_QUANT_MAX_HD`]).
+    Combine {
+        /// Writes the quantised output too.
+        quant: bool,
+    },
     /// RoPE and the KV-cache write: the cache's element type.
     RopeKv {
         /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
@@ -430,6 +437,10 @@ impl Geometry {
         }
     }
 }
+
+/// The largest head dim whose combine writes the quantised output ([`Geometry::Combine`]): its
+/// workgroup keeps the head's output row.
+pub const COMBINE_QUANT_MAX_HD: u32 = 512;
 
 /// Everything that specialises one kernel's WGSL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -516,7 +527,8 @@ impl PipelineKey {
                     s += &format!(" sg{sg}");
                 }
             }
-            Geometry::RopeKv { .. } => {}
+            Geometry::RopeKv { .. } | Geometry::Combine { quant: false } => {}
+            Geometry::Combine { quant: true } => s += " +quant",
             Geometry::NormRows { rows } if rows > 0 => s += &format!(" rows{rows}"),
             Geometry::NormRows { .. } => {}
         }
@@ -618,7 +630,7 @@ pub fn compose(key: &PipelineKey) -> String {
                 head_dim.div_ceil(256)
             )
         }
-        Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } | Geometry::NormRows { .. } => {
+        Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } | Geometry::NormRows { .. } | Geometry::Combine { .. } => {
             for (name, v) in consts(key) {
                 s += &format!("const {name}: u32 = {v}u;\n");
             }
@@ -632,6 +644,11 @@ pub fn compose(key: &PipelineKey) -> String {
         let wide = matches!(key.geometry, Geometry::Rows { wide: true, .. }) && key.kernel == Kernel::Matvec;
         let src = format_source(ty);
         s += if wide { src } else { src.split("\n//@pieces\n").next().unwrap_or_default() };
+        s += "\n";
+    }
+    // The writers of the integer form's activations share their maths.
+    if key.kernel == Kernel::Quantize || key.geometry == (Geometry::Combine { quant: true }) {
+        s += include_str!("../shaders/quantize_half.wgsl");
         s += "\n";
     }
     if matches!(key.kernel, Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatmulCpu) {
@@ -675,6 +692,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         Geometry::AttentionDecode { kv_f16, rope, sg, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg)],
         Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
         Geometry::NormRows { rows } => vec![("ROWS", rows)],
+        Geometry::Combine { quant } => vec![("QUANT", quant as u32)],
         // The remainders: SPLIT (the activations', split >= 1), WLO (the weights', split 2).
         Geometry::Coop(t) => vec![("SPLIT", t.split), ("WLO", (t.split >= 2) as u32)],
         _ => vec![],

@@ -269,6 +269,12 @@ impl Builder<'_> {
         self.linear_fused(w, io, Fuse::default());
     }
 
+    /// Whether one-token batches of a linear op on `w` take the integer matrix-vector form
+    /// ([`int_dot`]), reading [`Builder::quantized`] activations.
+    pub fn int_form(&self, w: &Matrix) -> bool {
+        self.gpu.tuning().matvec_max_tokens >= 1 && int_dot(self.gpu, w.ty, w.cols)
+    }
+
     /// [`Builder::linear`] with the decode fusions `fuse` where [`crate::gpu::Tuning::fused`]
     /// allows them (SwiGLU needs `W` in one part). Returns which the matrix-vector forms took.
     pub fn linear_fused(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>) -> Fused {
@@ -299,7 +305,7 @@ impl Builder<'_> {
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         let un_multi = if wide { 1 } else { default_spans_per_step(span) };
         // The one-token form's integer activations (the norm then done by the quantize op).
-        let int = (mv_max >= 1 && int_dot(self.gpu, w.ty, w.cols)).then(|| match norm {
+        let int = self.int_form(w).then(|| match norm {
             Some((raw, nw, eps)) => self.quantized(raw, io.x_stride, w.cols, Some((nw, eps))),
             None => self.quantized(io.x, io.x_stride, w.cols, None),
         });

@@ -168,7 +168,8 @@ impl Llama {
             }
             b.rope_kv(&cfg, &qkv, qs, &rope, &k_cache, &v_cache, rope_fused);
             let rope = rope_fused.then_some(&rope);
-            b.attention(&cfg, AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials, rope });
+            let quantize = b.int_form(&lw.o);
+            b.attention(&cfg, AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials, rope, quantize });
             b.linear(&lw.o, Io { x: &att, x_stride: q, y: &x, y_stride: d, y0: 0, accumulate: true });
             match &lw.ffn {
                 Ffn::Dense { gate_up, down } => {

@@ -10,7 +10,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::kernels::{Kernel, PipelineKey};
-use crate::program::Builder;
+use crate::program::{Batch, Builder};
 
 /// Values per quantisation block (one run of 16 weights in the matrix-vector kernel).
 pub const HALF: u32 = 16;
@@ -55,6 +55,20 @@ impl Builder<'_> {
     /// buffers: appends the quantize op (one-token batches only) unless the op appended last
     /// read the same input through [`Builder::mark_quantized_read`].
     pub fn quantized(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, norm: Option<(&wgpu::Buffer, f32)>) -> (wgpu::Buffer, wgpu::Buffer) {
+        self.quantized_when(x, x_stride, cols, norm, |_| true)
+    }
+
+    /// [`Builder::quantized`] with the quantize op run only on the one-token batches for which
+    /// `when` holds (another op writes the integers on the others, see
+    /// [`Builder::mark_quantized_read`]).
+    pub fn quantized_when(
+        &mut self,
+        x: &wgpu::Buffer,
+        x_stride: u32,
+        cols: u32,
+        norm: Option<(&wgpu::Buffer, f32)>,
+        when: impl Fn(&Batch) -> bool + 'static,
+    ) -> (wgpu::Buffer, wgpu::Buffer) {
         assert!(cols % HALF == 0 && x_stride % 4 == 0, "quantised rows are whole halves of vec4 rows");
         let key = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
         if let Some(s) = self.quant.as_ref().filter(|s| s.at == self.program.ops.len() && s.key == key) {
@@ -70,15 +84,16 @@ impl Builder<'_> {
         let step = self.step.clone();
         let v = self.variant(PipelineKey::plain(Kernel::Quantize), &[&p, &step, x, norm.map_or(x, |n| n.0), &q, &s]);
         let groups = (cols / HALF).div_ceil(64);
-        self.op(vec![v], move |b| (b.n_tokens == 1).then_some((0, [groups, 1, 1])));
+        self.op(vec![v], move |b| (b.n_tokens == 1 && when(b)).then_some((0, [groups, 1, 1])));
         let reads = 1 + norm.is_some() as u64;
         self.traffic(move |_| reads * cols as u64 * 4 + halves * (HALF_BYTES + 8));
         self.quant = Some(Scratch { q: q.clone(), s: s.clone(), key, at: self.program.ops.len() });
         (q, s)
     }
 
-    /// Records that the op appended last read the quantised activations, so that the next
-    /// linear op on the same input reuses them.
+    /// Records that the op appended last read the quantised activations (or, for the batches
+    /// their quantize op skips, wrote them), so that the next linear op on the same input reuses
+    /// them.
     pub fn mark_quantized_read(&mut self) {
         if let Some(s) = self.quant.as_mut() {
             s.at = self.program.ops.len();

@@ -33,10 +33,17 @@ fn relative_err(got: &[f32], want: &[f64]) -> f64 {
 
 /// As [`compare`] for a model file's bytes.
 fn compare_bytes(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>) -> f64 {
+    compare_split(bytes, vocab, positions, cap, None)
+}
+
+/// As [`compare_bytes`], the GPU shapes' attention keys in `splits` splits (its combine then
+/// runs for every token, and with the integer form writes the output projection's integers).
+fn compare_split(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>, splits: Option<u32>) -> f64 {
     let g = Gguf::parse(bytes.as_slice()).unwrap();
     // The same model twice: with the weight kernels' GPU workgroup shapes and with the CPU ones.
     let mut gpus = [gpu(false), gpu(false)];
     gpus[0].tuning_mut().cpu = false;
+    gpus[0].tuning_mut().splits = splits;
     gpus[1].tuning_mut().cpu = true;
     let llamas: Vec<Llama> = gpus
         .iter_mut()
@@ -179,11 +186,15 @@ fn moe_k_quants_and_split_experts() {
 
 /// Rows of 2048 weights: Q6_K's rows regrouped at load (`repack.wgsl`) and read as pieces (with
 /// the GPU shapes: through the one-token integer form natively), Q4_K and Q8_0 as pieces, dense
-/// and through the expert kernels.
+/// and through the expert kernels; with key splits, the output projection's integers written by
+/// attention's combine (`attention_combine.wgsl`, QUANT).
 #[test]
 fn width_2048_regrouped_q6_k_dense_and_moe() {
     let dense = Shape::dense(2048, 1, 16, 4, 2048, 67);
     assert_close("Q4_K_M, d 2048", compare(&dense, Scheme::Q4KM, 3, None));
+    // Keys in 3 splits: the combine writes the output projection's integers (head dim 128).
+    let bytes = model(&dense, Scheme::Q4KM, 7).unwrap().to_bytes();
+    assert_close("Q4_K_M, d 2048, 3 key splits", compare_split(&bytes, dense.vocab, 3, None, Some(3)));
     let moe = Shape { experts: 4, topk: 2, ..dense };
     assert_close("MoE Q6_K, d 2048", compare(&moe, Scheme::All(GgmlType::Q6_K), 3, None));
     assert_close("MoE Q4_K_M, d 2048", compare(&moe, Scheme::Q4KM, 3, None));
