@@ -7,10 +7,10 @@
 // attention::MAX_SPLITS), M and the denominator are reduced in workgroup memory, then thread d
 // adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a loop of
 // dependent loads would wait on memory once per split).
-// With QUANT (one token; head_dim a multiple of 16, at most 512) it also writes the head's output
-// as quantize_half.wgsl's 24-bit integers (bindings 4 XQ, 5 XS; the row's halves of this head),
-// for the integer form of the output projection: the quantize op it would take is one dependent
-// dispatch per layer more.
+// With QUANT (head_dim a multiple of 16, at most 512) it also writes the last token's row of the
+// head's output as quantize_half.wgsl's 24-bit integers (bindings 4 XQ, 5 XS; the row's halves of
+// this head), for the integer form of the output projection, which one-token batches run: the
+// quantize op it would take is one dependent dispatch per layer more.
 struct P { n_heads: u32, head_dim: u32, o_stride: u32, _a: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;

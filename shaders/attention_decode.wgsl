@@ -19,8 +19,8 @@
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
 // (k rotated by all threads into workgroup memory, where its thread scores it; its value is
-// added once after the keys, with weight 0 in the loop), and the workgroup whose split holds the token writes them into the cache (no
-// other reads that slot, so this needs no ordering). Binding 7: rope_kv's cos/sin table.
+// added once after the keys, with weight 0 in the loop), and the workgroup whose split holds
+// the token writes them into the cache (no other reads that slot, so this needs no ordering). Binding 7: rope_kv's cos/sin table.
 // With `SG` (a subgroup size dividing 64, at least 2), step 2's max and sum are subgroup
 // operations, then one exchange in workgroup memory, instead of 6-level trees.
 // Bindings as attention.wgsl's. Grid (1, n_kv, splits).
@@ -244,7 +244,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
     // 3. The weighted value rows into this thread's dims, 16 keys' loads in flight at a time (a
     // loop of dependent loads would wait on memory once per key). Keys past the split's end
-    // read its last key and weigh 0.
+    // weigh 0 and read a key of the group that was written (`top`, below).
     for (var g = 0u; g < G; g++) {
       lsum[g] = lsum[g] * corr[g] + chunk_sum[g];
       for (var t = 0u; t < DPT; t++) { acc[g][t] *= corr[g]; }

@@ -118,8 +118,8 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
 /// Whether one-token batches take `shaders/attention_decode.wgsl` (a key per thread; its query
 /// heads and scores in workgroup memory): on GPUs (not CPU adapters, where a thread per key
 /// buys nothing), for head dims that are whole vectors and groups of at most 8 query heads whose
-/// workgroup memory (q, scores, the key groups' sums and the token's own key) fits the device's, unless
-/// [`crate::gpu::Tuning::decode_attention`] is off.
+/// workgroup memory (q, scores, the key groups' sums and the token's own key) fits the
+/// device's, unless [`crate::gpu::Tuning::decode_attention`] is off.
 pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     let g = cfg.n_heads / cfg.n_kv_heads;
     // (q, scores, sums, own-key weights per head; the own key once.)
@@ -166,7 +166,9 @@ pub struct AttentionIo<'a> {
 }
 
 impl Builder<'_> {
-    /// Attention of the batch's tokens over the cache, then (when keys are split) the combine.
+    /// Attention of the batch's tokens over the cache, then (when keys are split) the combine;
+    /// with [`AttentionIo::quantize`], between them the quantize op of the output's integers
+    /// (run where keys are not split; the combine writes them where they are).
     pub fn attention(&mut self, cfg: &Config, io: AttentionIo<'_>) {
         let shared = self.gpu.limits().max_compute_workgroup_storage_size;
         let g = cfg.n_heads / cfg.n_kv_heads;

@@ -44,8 +44,8 @@ pub struct Scratch {
     s: wgpu::Buffer,
     /// What they hold: input buffer, norm weights, row stride, values.
     key: (wgpu::Buffer, Option<wgpu::Buffer>, u32, u32),
-    /// The program length after the last op that read them: they are reused only by the op
-    /// right after (nothing in between can have written the input).
+    /// The program length after the last op that read or wrote them: they are reused only by
+    /// the op right after (nothing in between can have written the input).
     at: usize,
 }
 
