@@ -8,7 +8,7 @@
 // adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a loop of
 // dependent loads would wait on memory once per split).
 // With QUANT (head_dim a multiple of 16, at most 512) it also writes the last token's row of the
-// head's output as quantize_half.wgsl's 24-bit integers (bindings 4 XQ, 5 XS; the row's halves of
+// head's output as quantize_half.wgsl's 24-bit integers (bindings 4 XQW, 5 XSW; the row's halves of
 // this head), for the integer form of the output projection, which one-token batches run: the
 // quantize op it would take is one dependent dispatch per layer more.
 struct P { n_heads: u32, head_dim: u32, o_stride: u32, _a: u32 };
@@ -18,8 +18,8 @@ struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(2) var<storage, read> partials: array<f32>;
 @group(0) @binding(3) var<storage, read_write> o: array<f32>;
 //@if QUANT
-@group(0) @binding(4) var<storage, read_write> XQ: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read_write> XS: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read_write> XQW: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> XSW: array<vec2<f32>>;
 var<workgroup> OV: array<f32, 512>; // the head's output row
 //@end
 

@@ -28,9 +28,13 @@ fn row_cols() -> u32 {
   return p.cols;
 }
 
-fn store(i: u32, r: u32, v: f32) {
+// Token i's output row r: v, or with `accumulate` v added to it; returns what was written.
+fn store(i: u32, r: u32, v: f32) -> f32 {
   let o = i * p.y_stride + p.y0 + r;
-  if (p.accumulate != 0u) { Y[o] = Y[o] + v; } else { Y[o] = v; }
+  var y = v;
+  if (p.accumulate != 0u) { y += Y[o]; }
+  Y[o] = y;
+  return y;
 }
 
 // The tiled kernels' loads (matmul, matmul_coop): weights c .. c + 4 of the row starting at byte

@@ -1,6 +1,6 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
 // Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const WG, TPR, RPW, RPT, NT,
-// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE, IDOT` (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
+// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE, IDOT, INORM, SS, QOUT, QNORM` (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
 // RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
 // per load instruction, not one per thread), UN spans at a time, their UNG x RPT loads issued
@@ -60,13 +60,18 @@ fn nw4(c: u32) -> vec4<f32> {
 //@end
 //@end
 
-// IDOT = 1 (with WIDE, one token, no NORM): the activations come as quantize.wgsl's 24-bit
-// integers per 16-value half (XQ: three signed-byte digits h, m, l of each; XS: d and the half's
-// sum), and each run of a piece (16 weights, one half) is four words of signed bytes n with
-// weight = a * n - b (the format's pint and pab): its dot product is
+// IDOT = 1 (with WIDE, one token; a norm through INORM, below): the activations come as
+// quantize.wgsl's 24-bit integers per 16-value half (XQ: three signed-byte digits h, m, l of
+// each; XS: d and the half's sum), and each run of a piece (16 weights, one half) is four words
+// of signed bytes n with weight = a * n - b (the format's pint and pab): its dot product is
 // a * d * (65536 (n . h) + 256 (n . m) + n . l) - b * sum, the three integer dot products exact
 // (dot4I8Packed: four byte products and their sum in one instruction, where the f32 form spends
 // one multiply-add per weight and more to decode it).
+// INORM = 1 (with IDOT): the integers are of x * w, the raw residual row times the RMSNorm
+// weights, and XS holds each half's sum of squares of x after the row's (d, sum) pairs, two per
+// vec2 (quantize.wgsl with NORM, or QOUT below): the row's threads add them up, a vec2 load or
+// two each, and the sums are divided by sqrt(mean(x^2) + eps) at the end, as NORM does (a
+// half's integers do not change with a positive scale of its values). SS = NORM or INORM.
 //@if IDOT
 @group(0) @binding(6) var<storage, read> XQ: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read> XS: array<vec2<f32>>;
@@ -83,12 +88,27 @@ fn idot(q: Piece, r: u32, xh: vec4<u32>, xm: vec4<u32>, xl: vec4<u32>) -> f32 {
 }
 //@end
 
+// QOUT = 1 (IDOT, one token, RPW x RPT = 16 rows a workgroup, y0 and the rows multiples of 16):
+// the output row is also written in the integer form's activations (quantize_half.wgsl) for
+// the linear op after this one: XQW and XSW, bound after XS; with QNORM, the values times the
+// next RMSNorm's weights NWQ (bound after them), each half keeping the raw values' sum of
+// squares for the consumer's INORM. The residual stream's writers (the output and down
+// projections) and the SwiGLU matvec (whose rows the down projection reads) take it.
+//@if QOUT
+@group(0) @binding(8) var<storage, read_write> XQW: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read_write> XSW: array<vec2<f32>>;
+var<workgroup> QV: array<f32, 16>; // the workgroup's output rows
+//@end
+//@if QNORM
+@group(0) @binding(10) var<storage, read> NWQ: array<vec4<f32>>;
+//@end
+
 // Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x (NORM).
 var<workgroup> part: array<array<f32, NT * RPT>, WG>;
 //@if GLU
 var<workgroup> part_up: array<array<f32, NT * RPT>, WG>;
 //@end
-//@if NORM
+//@if SS
 var<workgroup> part_ss: array<array<f32, NT>, WG>;
 //@end
 
@@ -111,6 +131,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var s_$k_$i = 0.0;
   var u_$k_$i = 0.0;
 //@end
+//@end
+//@if INORM
+  // The halves' sums of squares (INORM, above), side by side across the row's threads.
+  let nh = p.cols / 16u;
+  for (var i = t; 2u * i < nh; i += TPR) {
+    let e = XS[nh + i];
+    ss_0 += e.x + select(e.y, 0.0, 2u * i + 1u >= nh);
+  }
 //@end
 //@if WIDE
   // UN pieces per step (t, t + TPR, ...), all loaded before any is used; a piece past the row's
@@ -245,7 +273,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // whole subgroups is split into consecutive runs of SG invocations (as drivers lay them out).
   for (var h = LANES / 2u; h > 0u; h >>= 1u) {
 //@for k < NT
-//@if NORM
+//@if SS
     ss_$k += subgroupShuffleXor(ss_$k, h);
 //@end
 //@for i < RPT
@@ -264,7 +292,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   part_up[l.x][$ku * RPT + $iu] = u_$k_$i;
 //@end
 //@end
-//@if NORM
+//@if SS
   part_ss[l.x][$ku] = ss_$k;
 //@end
 //@end
@@ -277,7 +305,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         part_up[l.x][k] += part_up[l.x + h][k];
 //@end
       }
-//@if NORM
+//@if SS
       for (var k = 0u; k < NT; k++) { part_ss[l.x][k] += part_ss[l.x + h][k]; }
 //@end
     }
@@ -286,7 +314,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (t == 0u && row < p.rows) {
     for (var k = 0u; k < min(NT, b.x); k++) {
       var inv = 1.0;
-//@if NORM
+//@if SS
       inv = 1.0 / sqrt(part_ss[l.x][k] / f32(p.cols) + p.eps);
 //@end
       for (var i = 0u; i < min(RPT, p.rows - row); i++) {
@@ -295,8 +323,42 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         let u = part_up[l.x][k * RPT + i] * inv;
         v = v / (1.0 + exp(-v)) * u;
 //@end
+//@if QOUT
+        QV[(l.x / TPR) * RPT + i] = store(k, row + i, v);
+//@end
+//@if !QOUT
         store(k, row + i, v);
+//@end
       }
     }
   }
+//@if QOUT
+  // The workgroup's 16 rows, one half of the output row, as the next integer-form op's
+  // activations (its quantize dispatch, about 4 us, is then not needed).
+  let hq = (p.y0 + row) / 16u;
+//@if QNORM
+  // (The norm weights loaded before the barrier: their wait overlaps the other rows'.)
+  var nq: array<vec4<f32>, 4>;
+  if (l.x == 0u) {
+    for (var j = 0u; j < 4u; j++) { nq[j] = NWQ[4u * hq + j]; }
+  }
+//@end
+  workgroupBarrier();
+  if (l.x == 0u && row < p.rows) {
+    var v: array<vec4<f32>, 4>;
+    var ssq = 0.0;
+    for (var j = 0u; j < 4u; j++) {
+      var e = vec4<f32>(QV[4u * j], QV[4u * j + 1u], QV[4u * j + 2u], QV[4u * j + 3u]);
+//@if QNORM
+      ssq += dot(e, e);
+      e *= nq[j];
+//@end
+      v[j] = e;
+    }
+    quantize_half(hq, v);
+//@if QNORM
+    XSW[p.rows / 16u + hq / 2u][hq & 1u] = ssq;
+//@end
+  }
+//@end
 }

@@ -9,9 +9,9 @@
 // With NORM (p.norm = 1) v = x / sqrt(mean(x^2) + eps) * w (RMSNorm, as rmsnorm.wgsl), so that
 // the matrix-vector op after it reads normalised activations.
 // Bindings: 0 {n, eps, norm, x_stride}, 1 step {n_tokens}, 2 x [tokens][x_stride] (row n_tokens -
-// 1 is quantised: decode has one), 3 w [n] (norm weights; unread without NORM), 4 XQ [n / 16][3]
+// 1 is quantised: decode has one), 3 w [n] (norm weights; unread without NORM), 4 XQW [n / 16][3]
 // vec4<u32> (half i: its h bytes at 3i, m at 3i + 1, l at 3i + 2, four per word, little-endian),
-// 5 XS [n / 16] (d, sum). A half per invocation, workgroups of 64 (grid n / 16 / 64); with NORM
+// 5 XSW [n / 16] (d, sum). A half per invocation, workgroups of 64 (grid n / 16 / 64); with NORM
 // each workgroup first sums the whole row's squares (a 4096-value row is 16 KiB from the cache
 // per workgroup; one workgroup for the row would leave the GPU idle for longer). n and x_stride
 // multiples of 16 and 4.
@@ -21,8 +21,8 @@ struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 @group(0) @binding(1) var<uniform> st: Step;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> w: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> XQ: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read_write> XS: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read_write> XQW: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read_write> XSW: array<vec2<f32>>;
 
 var<workgroup> part: array<f32, 64>;
 

@@ -41,6 +41,16 @@ pub struct Tuning {
     /// (see [`crate::linear::int_dot`]); `None`: off ([`Gpu::native`] turns it on for Vulkan
     /// devices; the browser's GPUs are not measured yet).
     pub int_dot: Option<bool>,
+    /// Where the one-token form is the integer one, the linear ops whose output the next one reads
+    /// in the integer form write it themselves (`QOUT`, [`crate::linear::Fuse::quant_out`]): the
+    /// output and down projections (`quant_out`) and the SwiGLU matvec (`quant_out_glu`);
+    /// `None`: by the model's width ([`crate::linear::quant_out`]).
+    pub quant_out: Option<bool>,
+    /// See [`Tuning::quant_out`].
+    pub quant_out_glu: Option<bool>,
+    /// Threads per row of the matrix-vector kernel with `QOUT` (at most 512 / (16 / rows per
+    /// thread)); `None`: as without.
+    pub quant_out_tpr: Option<u32>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
     pub decode_attention: Option<bool>,
@@ -142,6 +152,9 @@ impl Gpu {
                 wide_types: None,
                 wide_norm: None,
                 int_dot: None,
+                quant_out: None,
+                quant_out_glu: None,
+                quant_out_tpr: None,
                 rpt_glu: None,
                 rpt: None,
                 fuse: None,

@@ -352,10 +352,15 @@ pub enum Geometry {
         /// [`format_piece`]), not in spans (`span` then unused); the kernel then binds the
         /// weights a second time, after the others. Ignored for formats without pieces.
         wide: bool,
-        /// With `wide`, one token and no `norm`: the activations as `shaders/quantize.wgsl`'s
-        /// 24-bit integers, multiplied by integer dot products (`IDOT` in `shaders/matvec.wgsl`;
-        /// formats with [`format_int`]); the kernel then binds them after the weights' second view.
+        /// With `wide` and one token: the activations as `shaders/quantize.wgsl`'s 24-bit
+        /// integers, multiplied by integer dot products (`IDOT` in `shaders/matvec.wgsl`; formats
+        /// with [`format_int`]); the kernel then binds them after the weights' second view. With
+        /// `norm`, they are of the raw row times the norm weights and the kernel divides by the
+        /// RMS itself (`INORM`).
         int: bool,
+        /// With `int`: the output row also written as the next linear op's integer activations
+        /// (`QOUT`; a workgroup of 16 rows).
+        qout: QuantOut,
     },
     /// The matrix-matrix kernel's tile.
     Tile(Tile),
@@ -438,6 +443,24 @@ impl Geometry {
     }
 }
 
+/// Whether a one-token integer-form matrix-vector kernel also writes its output row as the
+/// integer activations of the linear op after it (`QOUT` in `shaders/matvec.wgsl`,
+/// [`crate::linear::Fuse::quant_out`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum QuantOut {
+    /// No.
+    #[default]
+    Off,
+    /// The output row as it is (the down projection's input).
+    Plain,
+    /// The output row times the next RMSNorm's weights (bound after the integers), each half
+    /// with its sum of squares (the next op's `INORM`).
+    Norm,
+}
+
+/// Rows per workgroup of the matrix-vector kernel with [`QuantOut`]: one 16-value half.
+pub const QUANT_OUT_ROWS: u32 = 16;
+
 /// The largest head dim whose combine writes the quantised output ([`Geometry::Combine`]): its
 /// workgroup keeps the head's output row.
 pub const COMBINE_QUANT_MAX_HD: u32 = 512;
@@ -456,7 +479,19 @@ pub struct PipelineKey {
 impl Geometry {
     /// `tpr` threads per row over `tokens` token vectors, spans of 4 weights, nothing fused.
     pub fn rows(tpr: u32, tokens: u32) -> Geometry {
-        Geometry::Rows { tpr, tokens, rpt: 1, span: 4, un: default_spans_per_step(4), norm: false, glu: false, sg: 0, wide: false, int: false }
+        Geometry::Rows {
+            tpr,
+            tokens,
+            rpt: 1,
+            span: 4,
+            un: default_spans_per_step(4),
+            norm: false,
+            glu: false,
+            sg: 0,
+            wide: false,
+            int: false,
+            qout: QuantOut::Off,
+        }
     }
 }
 
@@ -489,7 +524,7 @@ impl PipelineKey {
         }
         match self.geometry {
             Geometry::Fixed => {}
-            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int } => {
+            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout } => {
                 s += &format!(" tpr{tpr} x{tokens}");
                 if rpt != 1 {
                     s += &format!(" r{rpt}");
@@ -514,6 +549,11 @@ impl PipelineKey {
                 }
                 if int && self.format.is_some_and(format_int) {
                     s += " idot";
+                }
+                match qout {
+                    QuantOut::Off => {}
+                    QuantOut::Plain => s += " +qout",
+                    QuantOut::Norm => s += " +qout-norm",
                 }
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
@@ -602,16 +642,18 @@ pub fn compose(key: &PipelineKey) -> String {
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
-        Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, .. } => {
+        Geometry::Rows { tpr, tokens, rpt, span, un, glu, sg, qout, .. } => {
             let ng = span / 4;
-            let wg = tpr.max(64);
+            let wg = matvec_workgroup(tpr, rpt, qout);
+            let c = consts(key);
+            let norm = c.iter().find(|(n, _)| *n == "NORM").map_or(0, |c| c.1);
             s += &format!(
                 "const WG: u32 = {wg}u;\nconst TPR: u32 = {tpr}u;\nconst RPW: u32 = {}u;\nconst RPT: u32 = {rpt}u;\nconst NT: u32 = {tokens}u;\n",
                 wg / tpr
             );
             s += &format!(
-                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {}u;\nconst GLU: u32 = {}u;\nconst SG: u32 = {sg}u;\n",
-                norm as u32, glu as u32
+                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {norm}u;\nconst GLU: u32 = {}u;\nconst SG: u32 = {sg}u;\n",
+                glu as u32
             );
         }
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
@@ -647,7 +689,8 @@ pub fn compose(key: &PipelineKey) -> String {
         s += "\n";
     }
     // The writers of the integer form's activations share their maths.
-    if key.kernel == Kernel::Quantize || key.geometry == (Geometry::Combine { quant: true }) {
+    let qout = consts(key).contains(&("QOUT", 1));
+    if key.kernel == Kernel::Quantize || key.geometry == (Geometry::Combine { quant: true }) || qout {
         s += include_str!("../shaders/quantize_half.wgsl");
         s += "\n";
     }
@@ -658,11 +701,20 @@ pub fn compose(key: &PipelineKey) -> String {
     s + &unroll(key.kernel.source(), &consts(key))
 }
 
+/// Threads per workgroup of the matrix-vector kernel: `max(64, tpr)`, or with [`QuantOut`]
+/// the threads of 16 rows.
+pub fn matvec_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
+    match qout {
+        QuantOut::Off => tpr.max(64),
+        _ => QUANT_OUT_ROWS / rpt * tpr,
+    }
+}
+
 /// The compile-time constants of `key`'s geometry, by name (the bounds of `//@for` blocks).
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
-        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, int, .. } => {
+        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, int, qout, .. } => {
             // WIDE: the format's runs per piece and vec4s per run.
             // (Formats without pieces compose the span form.)
             let (wide, runs, rj) = match (wide, key.format.and_then(format_piece)) {
@@ -670,12 +722,19 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 _ => (0, 0, 0),
             };
             let int = int && wide == 1 && key.format.is_some_and(format_int);
-            assert!(!int || (tokens == 1 && !norm), "the integer matrix-vector form takes one token and no fused norm");
+            assert!(!int || tokens == 1, "the integer matrix-vector form takes one token");
+            // (QOUT only with the integer form: formats without it compose the plain f32 form.)
+            let (qout, qnorm) = (int && qout != QuantOut::Off, int && qout == QuantOut::Norm);
+            assert!(!qout || QUANT_OUT_ROWS % rpt == 0, "QOUT: rows per thread must divide 16");
             vec![
                 ("NT", tokens),
                 ("RPT", rpt),
                 ("UNG", (span / 4) * un),
-                ("NORM", norm as u32),
+                ("NORM", (norm && !int) as u32),
+                ("INORM", (norm && int) as u32),
+                ("SS", norm as u32),
+                ("QOUT", qout as u32),
+                ("QNORM", qnorm as u32),
                 ("GLU", glu as u32),
                 ("SG", sg),
                 ("WIDE", wide),

@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
-use crate::kernels::{default_spans_per_step, format_chunk, CpuTile, Geometry, Kernel, PipelineKey, Tile};
+use crate::kernels::{default_spans_per_step, format_chunk, matvec_workgroup, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile, QUANT_OUT_ROWS};
 use crate::program::{grid, Builder};
 use crate::weights::Matrix;
 
@@ -204,10 +204,27 @@ pub fn rows_per_thread(gpu: &Gpu) -> u32 {
 }
 
 /// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
-/// rows per thread (a workgroup is `max(64, tpr)` threads).
-fn matvec_rows_per_workgroup(tpr: u32, rpt: u32) -> u32 {
-    tpr.max(64) / tpr * rpt
+/// rows per thread (a workgroup is `max(64, tpr)` threads, or with [`QuantOut`] 16 rows).
+fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
+    matvec_workgroup(tpr, rpt, qout) / tpr * rpt
 }
+
+/// Whether, in a model `d` wide, the one-token integer-form matvecs that write the residual
+/// stream (the output and down projections; `glu`: gate/up with SwiGLU, the down projection's
+/// input) also write the next linear op's integer activations ([`Fuse::quant_out`]), so that it
+/// needs no quantize dispatch: [`crate::gpu::Tuning::quant_out`] (`quant_out_glu`), by default
+/// where `d <= 2048`. Measured on an H200 (top-1 tg128 after pp512, same session, with / without,
+/// BENCHMARKS.md v12): Llama-3.2-1B shape Q8_0 842 / 780, Q4_K_M 791 / 775; Llama-3-8B shape
+/// Q4_K_M 249 / 255: its 16-row workgroups, and the next op's reads of the sums of squares that
+/// its RMSNorm then needs (`INORM`), cost the 8B more than its 96 dispatches a token.
+pub fn quant_out(gpu: &Gpu, d: u32, glu: bool) -> bool {
+    let t = gpu.tuning();
+    if glu { t.quant_out_glu } else { t.quant_out }.unwrap_or(d <= 2048)
+}
+
+/// The most threads a workgroup of the matrix-vector kernel with [`QuantOut`] takes: its
+/// threads per row are cut to fit (16 rows of 64 threads and 2 rows per thread: 512).
+const QUANT_OUT_THREADS: u32 = 512;
 
 /// The most tokens a batch may have to run the linear ops' matrix-vector forms (see
 /// [`Builder::linear`]), and so the fusions of [`Fuse`].
@@ -226,12 +243,26 @@ pub struct Fuse<'a> {
     /// SwiGLU: the matrix is `[gate; up]` (one part); the matrix-vector forms write
     /// `silu(gate . x) * (up . x)` into the gate half of the output and leave the up half alone.
     pub glu: bool,
+    /// The linear op after this one reads its output in the integer form ([`Builder::int_form`];
+    /// with `norm`, through that RMSNorm): where this op's one-token form is the integer one too
+    /// (one part, output rows a multiple of 16 from a multiple of 16), it writes them as well,
+    /// 16 rows a workgroup (`QOUT` in `shaders/matvec.wgsl`), so that the next op needs no
+    /// quantize dispatch ([`Builder::quantized_by`]).
+    pub quant_out: Option<QuantNext<'a>>,
+}
+
+/// The linear op after this one ([`Fuse::quant_out`]).
+#[derive(Clone, Copy, Default)]
+pub struct QuantNext<'a> {
+    /// The RMSNorm weights it reads its input through ([`Fuse::norm`]), if any.
+    pub norm: Option<&'a wgpu::Buffer>,
 }
 
 /// What a linear op's matrix-vector forms took ([`Builder::linear_fused`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fused {
-    /// RMSNorm fused in ([`Fuse::norm`]; with `int`, done by the quantize op for one token).
+    /// RMSNorm fused in ([`Fuse::norm`]; with `int`, done by the quantize op, or after a linear
+    /// op that wrote the integers, [`Fuse::quant_out`], by this one's kernel, `INORM`).
     pub norm: bool,
     /// SwiGLU fused in ([`Fuse::glu`]).
     pub glu: bool,
@@ -304,11 +335,37 @@ impl Builder<'_> {
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         let un_multi = if wide { 1 } else { default_spans_per_step(span) };
-        // The one-token form's integer activations (the norm then done by the quantize op).
+        // The one-token form's integer activations (the norm done by the quantize op, or with
+        // INORM by this kernel).
         let int = self.int_form(w).then(|| match norm {
             Some((raw, nw, eps)) => self.quantized(raw, io.x_stride, w.cols, Some((nw, eps))),
             None => self.quantized(io.x, io.x_stride, w.cols, None),
         });
+        let inorm = int.is_some() && norm.is_some() && self.quantized_inorm();
+        // Its output row in the integer form too, for the next op: one part, whole halves, and
+        // the device's limits (the weights' second view, the integers in and out, the norm's
+        // weights: up to 9 storage buffers).
+        let limits = self.gpu.limits();
+        let out_rows = if glu { w.rows / 2 } else { w.rows };
+        let qout = fuse.quant_out.filter(|n| {
+            let storage = 8 + n.norm.is_some() as u32;
+            int.is_some()
+                && w.parts.len() == 1
+                && out_rows % QUANT_OUT_ROWS == 0
+                && io.y0 % QUANT_OUT_ROWS == 0
+                && QUANT_OUT_ROWS % rpt == 0
+                && limits.max_storage_buffers_per_shader_stage >= storage
+                && limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x) >= QUANT_OUT_THREADS
+        });
+        let qout_bufs = qout.map(|n| {
+            let avoid = int.as_ref().map(|(q, _)| q.clone());
+            (self.quant_buffers((out_rows / QUANT_OUT_ROWS) as u64, avoid.as_ref()), n.norm)
+        });
+        let qout_kind = match qout {
+            None => QuantOut::Off,
+            Some(QuantNext { norm: None }) => QuantOut::Plain,
+            Some(_) => QuantOut::Norm,
+        };
         for part in &w.parts {
             let tpr = threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide);
             let tpr_int = int_threads_per_row(self.gpu, w.ty, tpr);
@@ -333,11 +390,22 @@ impl Builder<'_> {
             mv_bufs.extend(wide.then_some(&part.buffer));
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
-            let rows_geometry = |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg, wide, int: false };
+            let rows_geometry =
+                |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg, wide, int: false, qout: QuantOut::Off };
+            // With QOUT, 16 rows a workgroup of at most QUANT_OUT_THREADS threads.
+            let tpr_int = match qout {
+                Some(_) => self.gpu.tuning().quant_out_tpr.unwrap_or(tpr_int).min(QUANT_OUT_THREADS / (QUANT_OUT_ROWS / rpt)),
+                None => tpr_int,
+            };
             let one = match &int {
                 Some((xq, xs)) => {
-                    let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: false, glu, sg, wide: true, int: true };
-                    self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, g), &[&mv_p, bufs[1], bufs[2], io.x, io.y, &part.buffer, xq, xs])
+                    let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: inorm, glu, sg, wide: true, int: true, qout: qout_kind };
+                    let mut b = vec![&mv_p, bufs[1], bufs[2], io.x, io.y, &part.buffer, xq, xs];
+                    if let Some(((oq, os), nw)) = &qout_bufs {
+                        b.extend([oq, os]);
+                        b.extend(*nw);
+                    }
+                    self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, g), &b)
                 }
                 None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
             };
@@ -357,7 +425,8 @@ impl Builder<'_> {
                 (variants.len() - 1, t)
             });
             let one_tpr = if int.is_some() { tpr_int } else { tpr };
-            let (rows, per_wg, per_wg_multi) = (part.rows, matvec_rows_per_workgroup(one_tpr, rpt), matvec_rows_per_workgroup(tpr.min(64), 1));
+            let (rows, per_wg, per_wg_multi) =
+                (part.rows, matvec_rows_per_workgroup(one_tpr, rpt, qout_kind), matvec_rows_per_workgroup(tpr.min(64), 1, QuantOut::Off));
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
                     1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(per_wg))),
@@ -375,6 +444,9 @@ impl Builder<'_> {
         if int.is_some() {
             self.mark_quantized_read();
         }
+        if let Some((bufs, nw)) = qout_bufs {
+            self.quantized_by(bufs, io.y, io.y_stride, out_rows, nw);
+        }
         Fused { norm: norm.is_some(), glu, int: int.is_some() }
     }
 
@@ -383,7 +455,7 @@ impl Builder<'_> {
     /// as [`Fuse::norm`] (`x` is then the normalised rows the matrix-matrix forms read).
     pub fn head(&mut self, w: &Matrix, x: &wgpu::Buffer, d: u32, logits: &wgpu::Buffer, vocab: u32, norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>) -> bool {
         let Fused { norm: fused, int, .. } =
-            self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, glu: false });
+            self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, ..Default::default() });
         // Its ops, one per part (after the quantize op of the integer form, if any).
         let first = self.program.ops.len() - w.parts.len();
         let norm = norm.filter(|_| fused);
@@ -407,14 +479,14 @@ impl Builder<'_> {
             let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
             bufs.extend(norm.map(|n| n.1));
             bufs.extend(wide.then_some(&part.buffer));
-            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false };
+            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false, qout: QuantOut::Off };
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
             let last_index = op.variants.len();
             op.variants.push(last);
             let all = std::mem::replace(&mut op.plan, Box::new(|_| None));
             let rows = part.rows;
-            let per_wg = matvec_rows_per_workgroup(tpr, rpt);
+            let per_wg = matvec_rows_per_workgroup(tpr, rpt, QuantOut::Off);
             // One token: its row is the last, and the linear op's one-token form may be the
             // integer one, after the quantize op that only such batches run.
             op.plan = Box::new(move |b| if b.all_logits || (int && b.n_tokens == 1) { all(b) } else { Some((last_index, grid(rows.div_ceil(per_wg)))) });

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
 use crate::kernels::Kernels;
-use crate::linear::{Fuse, Io, MATVEC_TOKENS};
+use crate::linear::{quant_out, Fuse, Io, QuantNext, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
 use crate::topk::TopK;
 use crate::weights::{Ffn, Progress, TensorSource, Weights};
@@ -158,11 +158,14 @@ impl Llama {
         // the dense gate/up projection applies SwiGLU when it is one matrix of one part.
         let fuse = gpu.tuning().fused();
         let rope_fused = attention::fuses_rope(gpu, &cfg);
-        for lw in &weights.layers {
+        // The residual stream's writers, and the SwiGLU matvec, also write the next linear op's
+        // integer activations where it reads them (Fuse::quant_out): no quantize dispatch.
+        let (qout, qout_glu) = (fuse && quant_out(gpu, d, false), fuse && quant_out(gpu, d, true));
+        for (l, lw) in weights.layers.iter().enumerate() {
             let k_cache = b.storage("k cache", kv_bytes);
             let v_cache = b.storage("v cache", kv_bytes);
             b.rmsnorm(d, cfg.eps, &x, &lw.attn_norm, &xn, fuse);
-            let norm = Fuse { norm: Some((&x, &lw.attn_norm, cfg.eps)), glu: false };
+            let norm = Fuse { norm: Some((&x, &lw.attn_norm, cfg.eps)), ..Default::default() };
             for (m, y0) in &lw.qkv {
                 b.linear_fused(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false }, norm);
             }
@@ -170,17 +173,31 @@ impl Llama {
             let rope = rope_fused.then_some(&rope);
             let quantize = b.int_form(&lw.o);
             b.attention(&cfg, AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials, rope, quantize });
-            b.linear(&lw.o, Io { x: &att, x_stride: q, y: &x, y_stride: d, y0: 0, accumulate: true });
+            let ffn_in = match &lw.ffn {
+                Ffn::Dense { gate_up, .. } => next_int(&b, qout, gate_up.first().map(|m| &m.0), Some(&lw.ffn_norm)),
+                Ffn::Moe { .. } => None,
+            };
+            b.linear_fused(&lw.o, Io { x: &att, x_stride: q, y: &x, y_stride: d, y0: 0, accumulate: true }, Fuse { quant_out: ffn_in, ..Default::default() });
             match &lw.ffn {
                 Ffn::Dense { gate_up, down } => {
                     b.rmsnorm(d, cfg.eps, &x, &lw.ffn_norm, &xn, fuse);
                     let glu = fuse && matches!(&gate_up[..], [(m, _)] if m.parts.len() == 1);
-                    let norm = Fuse { norm: Some((&x, &lw.ffn_norm, cfg.eps)), glu };
+                    let down_in = next_int(&b, qout_glu, Some(down).filter(|_| glu), None);
+                    let norm = Fuse { norm: Some((&x, &lw.ffn_norm, cfg.eps)), glu, quant_out: down_in };
                     for (m, y0) in gate_up {
                         b.linear_fused(m, Io { x: &xn, x_stride: d, y: &gu, y_stride: 2 * ffw, y0: *y0, accumulate: false }, norm);
                     }
                     b.swiglu(ffw, ffw, 2 * ffw, &gu, glu);
-                    b.linear(down, Io { x: &gu, x_stride: 2 * ffw, y: &x, y_stride: d, y0: 0, accumulate: true });
+                    // The next layer's q/k/v, or the output head, read the stream next.
+                    let next = match weights.layers.get(l + 1) {
+                        Some(n) => next_int(&b, qout, n.qkv.first().map(|m| &m.0), Some(&n.attn_norm)),
+                        None => next_int(&b, qout, Some(&weights.output), Some(&weights.out_norm)),
+                    };
+                    b.linear_fused(
+                        down,
+                        Io { x: &gu, x_stride: 2 * ffw, y: &x, y_stride: d, y0: 0, accumulate: true },
+                        Fuse { quant_out: next, ..Default::default() },
+                    );
                 }
                 Ffn::Moe { router: wr, gate: wg, up, down } => {
                     let e = cfg.experts;
@@ -566,4 +583,11 @@ impl Llama {
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
     }
+}
+
+/// [`crate::linear::Fuse::quant_out`] for a linear op whose output the linear op on `m` reads
+/// next (through the RMSNorm weights `norm`, if any): where it is `on` ([`quant_out`], with the
+/// decode fusions) and `m`'s one-token form is the integer one.
+fn next_int<'a>(b: &Builder, on: bool, m: Option<&crate::weights::Matrix>, norm: Option<&'a wgpu::Buffer>) -> Option<QuantNext<'a>> {
+    m.filter(|m| on && b.int_form(m)).map(|_| QuantNext { norm })
 }

@@ -272,7 +272,7 @@ pub async fn linear_fused(
             Some((xn, nwb, eps)) => (xn, Some((&xb, nwb, *eps))),
             None => (&xb, None),
         };
-        let fused = b.linear_fused(&w, io(x_in), Fuse { norm: fused_norm, glu: fuse_glu });
+        let fused = b.linear_fused(&w, io(x_in), Fuse { norm: fused_norm, glu: fuse_glu, ..Default::default() });
         debug_assert_eq!((fused.norm, fused.glu), (fused_norm.is_some() && fuse, fuse_glu));
         if glu {
             b.swiglu(rows / 2, rows / 2, rows, &y, fuse_glu);

@@ -169,13 +169,15 @@ pub struct Builder<'a> {
     pub step: wgpu::Buffer,
     /// The quantised activations of the integer matrix-vector form ([`Builder::quantized`]).
     pub quant: Option<crate::quantize::Scratch>,
+    /// The buffers the quantised activations are written to ([`Builder::quant_buffers`]).
+    pub quant_pool: Vec<(wgpu::Buffer, wgpu::Buffer)>,
 }
 
 impl<'a> Builder<'a> {
     /// An empty program with its step uniform.
     pub fn new(gpu: &'a Gpu, kernels: &'a mut Kernels) -> Builder<'a> {
         let step = gpu.uniform_of("step", &Step::default());
-        Builder { gpu, kernels, program: Program::default(), setup: Program::default(), buffers: vec![step.clone()], step, quant: None }
+        Builder { gpu, kernels, program: Program::default(), setup: Program::default(), buffers: vec![step.clone()], step, quant: None, quant_pool: Vec::new() }
     }
 
     /// A uniform buffer holding `value`.

@@ -18,6 +18,10 @@ pub const HALF: u32 = 16;
 /// Bytes of one half's integers: its three digits, 16 bytes each.
 const HALF_BYTES: u64 = 48;
 
+/// Bytes of one half's scales: d and the sum (8), then (for a fused RMSNorm) its sum of squares
+/// after the row's pairs (4), rounded up.
+const HALF_SCALE_BYTES: u64 = 16;
+
 /// The largest integer magnitude: `0x7f7f7f`, so that every base-256 digit stays a signed byte.
 pub const QMAX: f32 = 8355711.0;
 
@@ -36,7 +40,8 @@ pub struct QuantizeParams {
 }
 
 /// The builder's quantised activations: one token row, reused by consecutive linear ops that
-/// read the same input (q/k/v after one norm).
+/// read the same input (q/k/v after one norm), written by a quantize op or by the linear op
+/// before them (`QOUT`, [`Builder::quantized_by`]).
 pub struct Scratch {
     /// Integers: per half, its h, m and l digits (3 x 16 bytes).
     q: wgpu::Buffer,
@@ -47,13 +52,19 @@ pub struct Scratch {
     /// The program length after the last op that read or wrote them: they are reused only by
     /// the op right after (nothing in between can have written the input).
     at: usize,
+    /// With a norm, whether they are of the row times its weights, each half with its sum of
+    /// squares of the raw row ([`Builder::quantized_by`]: the matrix-vector kernel divides by the
+    /// RMS, its `INORM`), not of the normalised row (the quantize op).
+    inorm: bool,
 }
 
 impl Builder<'_> {
     /// The last token row of `x` (`[tokens][x_stride]`, `cols` values; with `norm = (weights,
     /// eps)` RMSNorm'd first) quantised for the integer matrix-vector form, as (integers, scales)
     /// buffers: appends the quantize op (one-token batches only) unless the op appended last
-    /// read the same input through [`Builder::mark_quantized_read`].
+    /// wrote them ([`Builder::quantized_by`]: with a norm, then in the form
+    /// [`Builder::quantized_inorm`] names) or read the same input
+    /// ([`Builder::mark_quantized_read`]).
     pub fn quantized(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, norm: Option<(&wgpu::Buffer, f32)>) -> (wgpu::Buffer, wgpu::Buffer) {
         self.quantized_when(x, x_stride, cols, norm, |_| true)
     }
@@ -75,10 +86,7 @@ impl Builder<'_> {
             return (s.q.clone(), s.s.clone());
         }
         let halves = (cols / HALF) as u64;
-        let (q, s) = match self.quant.as_ref().filter(|s| s.q.size() >= halves * HALF_BYTES) {
-            Some(s) => (s.q.clone(), s.s.clone()),
-            None => (self.storage("xq", halves * HALF_BYTES), self.storage("xq scales", halves * 8)),
-        };
+        let (q, s) = self.quant_buffers(halves, None);
         let params = QuantizeParams { n: cols, eps: norm.map_or(0.0, |n| n.1), norm: norm.is_some() as u32, x_stride };
         let p = self.uniform("quantize", &params);
         let step = self.step.clone();
@@ -86,9 +94,47 @@ impl Builder<'_> {
         let groups = (cols / HALF).div_ceil(64);
         self.op(vec![v], move |b| (b.n_tokens == 1 && when(b)).then_some((0, [groups, 1, 1])));
         let reads = 1 + norm.is_some() as u64;
-        self.traffic(move |_| reads * cols as u64 * 4 + halves * (HALF_BYTES + 8));
-        self.quant = Some(Scratch { q: q.clone(), s: s.clone(), key, at: self.program.ops.len() });
+        self.traffic(move |_| reads * cols as u64 * 4 + halves * (HALF_BYTES + HALF_SCALE_BYTES));
+        self.quant = Some(Scratch { q: q.clone(), s: s.clone(), key, at: self.program.ops.len(), inorm: false });
         (q, s)
+    }
+
+    /// Whether the activations [`Builder::quantized`] returned last are of the row times the
+    /// norm's weights, the RMS left to the matrix-vector kernel (`INORM`): where the linear op
+    /// before wrote them ([`Builder::quantized_by`]).
+    pub fn quantized_inorm(&self) -> bool {
+        self.quant.as_ref().is_some_and(|s| s.inorm)
+    }
+
+    /// Buffers for `halves` halves' integers and scales, other than `avoid` (the ones an op that
+    /// writes them also reads): a pool of pairs, grown as needed.
+    pub fn quant_buffers(&mut self, halves: u64, avoid: Option<&wgpu::Buffer>) -> (wgpu::Buffer, wgpu::Buffer) {
+        let fits = |(q, _): &&(wgpu::Buffer, wgpu::Buffer)| q.size() >= halves * HALF_BYTES && Some(q) != avoid;
+        if let Some((q, s)) = self.quant_pool.iter().find(fits) {
+            return (q.clone(), s.clone());
+        }
+        let pair = (self.storage("xq", halves * HALF_BYTES), self.storage("xq scales", halves * HALF_SCALE_BYTES));
+        self.quant_pool.push(pair.clone());
+        pair
+    }
+
+    /// Records that the op appended last wrote, for one-token batches, the quantised form of
+    /// its output `y` (`[tokens][y_stride]`, `cols` values; with `norm`, times those weights,
+    /// each half's sum of squares of `y` after the row's scales: see `quantize_half.wgsl`) in
+    /// `(q, s)`: the next [`Builder::quantized`] of that row needs no quantize op.
+    pub fn quantized_by(&mut self, (q, s): (wgpu::Buffer, wgpu::Buffer), y: &wgpu::Buffer, y_stride: u32, cols: u32, norm: Option<&wgpu::Buffer>) {
+        let key = (y.clone(), norm.cloned(), y_stride, cols);
+        self.quant = Some(Scratch { q, s, key, at: self.program.ops.len(), inorm: norm.is_some() });
+    }
+
+    /// Records that the op appended last writes, for one-token batches, `writes` (`None`:
+    /// nothing, it skips them): unless that is the quantised activations' input, they stay
+    /// valid across it.
+    pub fn pass_quantized(&mut self, writes: Option<&wgpu::Buffer>) {
+        let len = self.program.ops.len();
+        if let Some(s) = self.quant.as_mut().filter(|s| s.at + 1 == len && writes != Some(&s.key.0)) {
+            s.at = len;
+        }
     }
 
     /// Records that the op appended last read the quantised activations (or, for the batches

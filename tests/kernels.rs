@@ -33,17 +33,18 @@ fn relative_err(got: &[f32], want: &[f64]) -> f64 {
 
 /// As [`compare`] for a model file's bytes.
 fn compare_bytes(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>) -> f64 {
-    compare_split(bytes, vocab, positions, cap, None)
+    compare_tuned(bytes, vocab, positions, cap, |_| {})
 }
 
-/// As [`compare_bytes`], the GPU shapes' attention keys in `splits` splits (its combine then
-/// runs for every token, and with the integer form writes the output projection's integers).
-fn compare_split(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>, splits: Option<u32>) -> f64 {
+/// As [`compare_bytes`], with `tune` applied to the GPU shapes' tuning (e.g. attention keys in
+/// splits: the combine then runs for every token, and with the integer form writes the output
+/// projection's integers).
+fn compare_tuned(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>, tune: impl Fn(&mut webgpu_llama::gpu::Tuning)) -> f64 {
     let g = Gguf::parse(bytes.as_slice()).unwrap();
     // The same model twice: with the weight kernels' GPU workgroup shapes and with the CPU ones.
     let mut gpus = [gpu(false), gpu(false)];
     gpus[0].tuning_mut().cpu = false;
-    gpus[0].tuning_mut().splits = splits;
+    tune(gpus[0].tuning_mut());
     gpus[1].tuning_mut().cpu = true;
     let llamas: Vec<Llama> = gpus
         .iter_mut()
@@ -187,14 +188,20 @@ fn moe_k_quants_and_split_experts() {
 /// Rows of 2048 weights: Q6_K's rows regrouped at load (`repack.wgsl`) and read as pieces (with
 /// the GPU shapes: through the one-token integer form natively), Q4_K and Q8_0 as pieces, dense
 /// and through the expert kernels; with key splits, the output projection's integers written by
-/// attention's combine (`attention_combine.wgsl`, QUANT).
+/// attention's combine (`attention_combine.wgsl`, QUANT); the integers of the next linear op
+/// written by the output and down projections and the SwiGLU matvec (`matvec.wgsl`, QOUT and
+/// INORM), and without them.
 #[test]
 fn width_2048_regrouped_q6_k_dense_and_moe() {
     let dense = Shape::dense(2048, 1, 16, 4, 2048, 67);
     assert_close("Q4_K_M, d 2048", compare(&dense, Scheme::Q4KM, 3, None));
     // Keys in 3 splits: the combine writes the output projection's integers (head dim 128).
     let bytes = model(&dense, Scheme::Q4KM, 7).unwrap().to_bytes();
-    assert_close("Q4_K_M, d 2048, 3 key splits", compare_split(&bytes, dense.vocab, 3, None, Some(3)));
+    assert_close("Q4_K_M, d 2048, 3 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |t| t.splits = Some(3)));
+    // The linear ops write the next one's integers at d 2048 by default (QOUT, and INORM for
+    // the norms); without, quantize ops (as wider models run).
+    let off = |t: &mut webgpu_llama::gpu::Tuning| (t.quant_out, t.quant_out_glu) = (Some(false), Some(false));
+    assert_close("Q4_K_M, d 2048, no QOUT", compare_tuned(&bytes, dense.vocab, 3, None, off));
     let moe = Shape { experts: 4, topk: 2, ..dense };
     assert_close("MoE Q6_K, d 2048", compare(&moe, Scheme::All(GgmlType::Q6_K), 3, None));
     assert_close("MoE Q4_K_M, d 2048", compare(&moe, Scheme::Q4KM, 3, None));

@@ -5,7 +5,7 @@
 //! cooperative matrices run (lavapipe has none).
 
 use webgpu_llama::ggml::GgmlType;
-use webgpu_llama::kernels::{compose, CoopTile, CpuTile, Geometry, Kernel, PipelineKey, Tile};
+use webgpu_llama::kernels::{compose, CoopTile, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile};
 use wgpu::naga;
 
 fn check(key: &PipelineKey) {
@@ -27,17 +27,22 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::rows(1, 1),
                 Geometry::rows(16, 1),
                 Geometry::rows(64, 8),
-                Geometry::Rows { tpr: 64, tokens: 1, rpt: 4, span: 32, un: 1, norm: true, glu: false, sg: 0, wide: false, int: false },
-                Geometry::Rows { tpr: 256, tokens: 1, rpt: 2, span: 8, un: 2, norm: true, glu: true, sg: 0, wide: false, int: false },
-                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 12, un: 1, norm: false, glu: true, sg: 0, wide: false, int: false },
-                Geometry::Rows { tpr: 1, tokens: 8, rpt: 3, span: 8, un: 2, norm: true, glu: true, sg: 0, wide: false, int: false },
-                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 2, norm: true, glu: true, sg: 32, wide: false, int: false },
-                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 8, un: 2, norm: true, glu: false, sg: 32, wide: false, int: false },
-                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 1, norm: true, glu: true, sg: 32, wide: true, int: false },
-                Geometry::Rows { tpr: 16, tokens: 8, rpt: 1, span: 8, un: 2, norm: false, glu: false, sg: 0, wide: true, int: false },
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 4, span: 32, un: 1, norm: true, glu: false, sg: 0, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 256, tokens: 1, rpt: 2, span: 8, un: 2, norm: true, glu: true, sg: 0, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 12, un: 1, norm: false, glu: true, sg: 0, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 1, tokens: 8, rpt: 3, span: 8, un: 2, norm: true, glu: true, sg: 0, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 2, norm: true, glu: true, sg: 32, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 8, un: 2, norm: true, glu: false, sg: 32, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 1, norm: true, glu: true, sg: 32, wide: true, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 16, tokens: 8, rpt: 1, span: 8, un: 2, norm: false, glu: false, sg: 0, wide: true, int: false, qout: QuantOut::Off },
                 // The integer form (formats without it compose the f32 one).
-                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 1, norm: false, glu: true, sg: 32, wide: true, int: true },
-                Geometry::Rows { tpr: 64, tokens: 1, rpt: 3, span: 16, un: 2, norm: false, glu: false, sg: 0, wide: true, int: true },
+                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 1, norm: false, glu: true, sg: 32, wide: true, int: true, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 3, span: 16, un: 2, norm: false, glu: false, sg: 0, wide: true, int: true, qout: QuantOut::Off },
+                // Its RMSNorm from the halves' sums of squares (INORM), and its output row written
+                // as the next op's integers (QOUT), plain and times the next norm's weights.
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 2, span: 16, un: 1, norm: true, glu: false, sg: 32, wide: true, int: true, qout: QuantOut::Norm },
+                Geometry::Rows { tpr: 32, tokens: 1, rpt: 4, span: 16, un: 1, norm: true, glu: true, sg: 0, wide: true, int: true, qout: QuantOut::Plain },
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 1, span: 16, un: 1, norm: false, glu: false, sg: 32, wide: true, int: true, qout: QuantOut::Norm },
             ],
             Kernel::MatvecExp | Kernel::MoeDown => vec![Geometry::rows(1, 1), Geometry::rows(16, 1), Geometry::rows(64, 8)],
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],

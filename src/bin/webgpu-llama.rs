@@ -165,6 +165,18 @@ mod cli {
         /// against 24-bit quantised activations: on / off (default: on for Vulkan devices).
         #[arg(long)]
         int_dot: Option<bool>,
+        /// With the integer form: the output and down projections write the next op's integer
+        /// activations themselves (QOUT): on / off (default: on for models up to 2048 wide).
+        #[arg(long)]
+        quant_out: Option<bool>,
+        /// The same for the SwiGLU matvec (the down projection's input): on / off (default: as
+        /// --quant-out).
+        #[arg(long)]
+        quant_out_glu: Option<bool>,
+        /// Threads per row of the matrix-vector kernels with QOUT: a power of two up to 64
+        /// (default: as without).
+        #[arg(long)]
+        quant_out_tpr: Option<u32>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
@@ -254,6 +266,14 @@ mod cli {
             }
             t.wide_norm = self.wide_norm.or(t.wide_norm);
             t.int_dot = self.int_dot.or(t.int_dot);
+            t.quant_out = self.quant_out.or(t.quant_out);
+            t.quant_out_glu = self.quant_out_glu.or(t.quant_out_glu);
+            if let Some(n) = self.quant_out_tpr {
+                if !n.is_power_of_two() || n > 64 {
+                    return Err(format!("--quant-out-tpr {n}: expected a power of two up to 64").into());
+                }
+                t.quant_out_tpr = Some(n);
+            }
             if let Some(n) = self.rpt {
                 if !(1..=8).contains(&n) {
                     return Err(format!("--rpt {n}: expected 1 to 8").into());
