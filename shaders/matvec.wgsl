@@ -69,7 +69,8 @@ fn nw4(c: u32) -> vec4<f32> {
 // one multiply-add per weight and more to decode it).
 // INORM = 1 (with IDOT): the integers are of x * w, the raw residual row times the RMSNorm
 // weights, and XS holds each half's sum of squares of x after the row's (d, sum) pairs, two per
-// vec2 (quantize.wgsl with NORM, or QOUT below): the row's threads add them up, a vec2 load or
+// vec2 (written by QOUT with QNORM, below; quantize.wgsl's norm is the whole RMSNorm, read
+// without INORM): the row's threads add them up, a vec2 load or
 // two each, and the sums are divided by sqrt(mean(x^2) + eps) at the end, as NORM does (a
 // half's integers do not change with a positive scale of its values). SS = NORM or INORM.
 //@if IDOT
@@ -88,7 +89,7 @@ fn idot(q: Piece, r: u32, xh: vec4<u32>, xm: vec4<u32>, xl: vec4<u32>) -> f32 {
 }
 //@end
 
-// QOUT = 1 (IDOT, one token, RPW x RPT = 16 rows a workgroup, y0 and the rows multiples of 16):
+// QOUT = 1 (IDOT, one token, RPW x RPT = 16 rows a workgroup, rows a multiple of 16, y0 = 0):
 // the output row is also written in the integer form's activations (quantize_half.wgsl) for
 // the linear op after this one: XQW and XSW, bound after XS; with QNORM, the values times the
 // next RMSNorm's weights NWQ (bound after them), each half keeping the raw values' sum of
@@ -103,7 +104,8 @@ var<workgroup> QV: array<f32, 16>; // the workgroup's output rows
 @group(0) @binding(10) var<storage, read> NWQ: array<vec4<f32>>;
 //@end
 
-// Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x (NORM).
+// Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x
+// (SS: NORM's, or INORM's halves' sums).
 var<workgroup> part: array<array<f32, NT * RPT>, WG>;
 //@if GLU
 var<workgroup> part_up: array<array<f32, NT * RPT>, WG>;

@@ -245,7 +245,7 @@ pub struct Fuse<'a> {
     pub glu: bool,
     /// The linear op after this one reads its output in the integer form ([`Builder::int_form`];
     /// with `norm`, through that RMSNorm): where this op's one-token form is the integer one too
-    /// (one part, output rows a multiple of 16 from a multiple of 16), it writes them as well,
+    /// (one part, output rows a multiple of 16 written from column 0), it writes them as well,
     /// 16 rows a workgroup (`QOUT` in `shaders/matvec.wgsl`), so that the next op needs no
     /// quantize dispatch ([`Builder::quantized_by`]).
     pub quant_out: Option<QuantNext<'a>>,
@@ -342,20 +342,24 @@ impl Builder<'_> {
             None => self.quantized(io.x, io.x_stride, w.cols, None),
         });
         let inorm = int.is_some() && norm.is_some() && self.quantized_inorm();
-        // Its output row in the integer form too, for the next op: one part, whole halves, and
-        // the device's limits (the weights' second view, the integers in and out, the norm's
-        // weights: up to 9 storage buffers).
+        // Its output row in the integer form too, for the next op: one part, whole halves from
+        // the row's start (the integers' half index and the sums' region count from column 0),
+        // and the device's limits (the weights' second view, the integers in and out, the norm's
+        // weights: up to 9 storage buffers; a workgroup of up to QUANT_OUT_THREADS threads and
+        // its partial sums, `part`, `part_up` and `part_ss` in matvec.wgsl).
         let limits = self.gpu.limits();
         let out_rows = if glu { w.rows / 2 } else { w.rows };
+        let shared = QUANT_OUT_THREADS * (rpt * (1 + glu as u32) + 1) * 4 + QUANT_OUT_ROWS * 4;
         let qout = fuse.quant_out.filter(|n| {
             let storage = 8 + n.norm.is_some() as u32;
             int.is_some()
                 && w.parts.len() == 1
                 && out_rows % QUANT_OUT_ROWS == 0
-                && io.y0 % QUANT_OUT_ROWS == 0
+                && io.y0 == 0
                 && QUANT_OUT_ROWS % rpt == 0
                 && limits.max_storage_buffers_per_shader_stage >= storage
                 && limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x) >= QUANT_OUT_THREADS
+                && limits.max_compute_workgroup_storage_size >= shared
         });
         let qout_bufs = qout.map(|n| {
             let avoid = int.as_ref().map(|(q, _)| q.clone());

@@ -18,8 +18,8 @@ pub const HALF: u32 = 16;
 /// Bytes of one half's integers: its three digits, 16 bytes each.
 const HALF_BYTES: u64 = 48;
 
-/// Bytes of one half's scales: d and the sum (8), then (for a fused RMSNorm) its sum of squares
-/// after the row's pairs (4), rounded up.
+/// Bytes allocated per half for its scales: d and the sum (8), then, where a linear op writes them
+/// for a fused RMSNorm (`INORM`), its sum of squares after the row's pairs (4); 16 keeps it simple.
 const HALF_SCALE_BYTES: u64 = 16;
 
 /// The largest integer magnitude: `0x7f7f7f`, so that every base-256 digit stays a signed byte.
@@ -45,12 +45,14 @@ pub struct QuantizeParams {
 pub struct Scratch {
     /// Integers: per half, its h, m and l digits (3 x 16 bytes).
     q: wgpu::Buffer,
-    /// Per half: (d, sum) as two f32.
+    /// Per half: (d, sum) as two f32; after the row's pairs, with `inorm`, the halves' sums of
+    /// squares.
     s: wgpu::Buffer,
     /// What they hold: input buffer, norm weights, row stride, values.
     key: (wgpu::Buffer, Option<wgpu::Buffer>, u32, u32),
-    /// The program length after the last op that read or wrote them: they are reused only by
-    /// the op right after (nothing in between can have written the input).
+    /// The program length after the last op that read or wrote them (or that
+    /// [`Builder::pass_quantized`] let through): they are reused only by the op right after
+    /// (nothing in between can have written the input).
     at: usize,
     /// With a norm, whether they are of the row times its weights, each half with its sum of
     /// squares of the raw row ([`Builder::quantized_by`]: the matrix-vector kernel divides by the
@@ -94,7 +96,7 @@ impl Builder<'_> {
         let groups = (cols / HALF).div_ceil(64);
         self.op(vec![v], move |b| (b.n_tokens == 1 && when(b)).then_some((0, [groups, 1, 1])));
         let reads = 1 + norm.is_some() as u64;
-        self.traffic(move |_| reads * cols as u64 * 4 + halves * (HALF_BYTES + HALF_SCALE_BYTES));
+        self.traffic(move |_| reads * cols as u64 * 4 + halves * (HALF_BYTES + 8));
         self.quant = Some(Scratch { q: q.clone(), s: s.clone(), key, at: self.program.ops.len(), inorm: false });
         (q, s)
     }

@@ -148,6 +148,17 @@ fn dense_q4_k_m() {
     assert_close("q4_k_m", compare(&Shape::dense(256, 1, 4, 2, 512, 67), Scheme::Q4KM, 5, None));
 }
 
+/// Two layers of Q4_K and of Q8_0 rows (both with the integer form): each output and down
+/// projection and SwiGLU matvec writes the next op's integers (QOUT), the down projection's
+/// for the next layer's q/k/v through its attention norm (INORM).
+#[test]
+fn dense_two_layers_next_op_integers() {
+    let s = Shape::dense(256, 2, 4, 2, 512, 67);
+    for ty in [GgmlType::Q4_K, GgmlType::Q8_0] {
+        assert_close(&format!("dense 2 layers {ty}"), compare(&s, Scheme::All(ty), 4, None));
+    }
+}
+
 #[test]
 fn dense_every_32_block_format() {
     // Widths that are whole Q*_0/Q*_1 blocks (32) but not multiples of 64; odd vocab.

@@ -173,8 +173,8 @@ mod cli {
         /// --quant-out).
         #[arg(long)]
         quant_out_glu: Option<bool>,
-        /// Threads per row of the matrix-vector kernels with QOUT: a power of two up to 64
-        /// (default: as without).
+        /// Threads per row of the matrix-vector kernels with QOUT: a power of two up to 64, cut to
+        /// keep a workgroup's 16 rows within 512 threads (default: as without, so cut).
         #[arg(long)]
         quant_out_tpr: Option<u32>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
