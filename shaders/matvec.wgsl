@@ -70,9 +70,9 @@ fn nw4(c: u32) -> vec4<f32> {
 // INORM = 1 (with IDOT): the integers are of x * w, the raw residual row times the RMSNorm
 // weights, and XS holds each half's sum of squares of x after the row's (d, sum) pairs, two per
 // vec2 (written by QOUT with QNORM, below; quantize.wgsl's norm is the whole RMSNorm, read
-// without INORM): the row's threads add them up, a vec2 load or
-// two each, and the sums are divided by sqrt(mean(x^2) + eps) at the end, as NORM does (a
-// half's integers do not change with a positive scale of its values). SS = NORM or INORM.
+// without INORM): the row's threads add them up, a vec2 load or two each, and the sums are
+// divided by sqrt(mean(x^2) + eps) at the end, as NORM does (a half's integers do not change
+// with a positive scale of its values). SS = NORM or INORM.
 //@if IDOT
 @group(0) @binding(6) var<storage, read> XQ: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read> XS: array<vec2<f32>>;
