@@ -13,7 +13,9 @@
 //      4 (j % NDG) .. (of each head) of the KPG keys of key group j / NDG, 16 vector loads in
 //      flight at a time (16 keys' value rows per wait on memory, not 1), and the KG groups'
 //      sums are added in workgroup memory once, at the end.
-// Composed with `const HD` (head dim, a multiple of 4), `G` (query heads per KV head), `DPT`
+// Composed with `const HD` (head dim, a multiple of 4), `GQ` (query heads per KV head), `G` (the
+// workgroup's query heads: GQ / G workgroups share a KV head and each reads its keys and values,
+// so that a short context's few chunks still make enough workgroups, each with less to do), `DPT`
 // (4-dim groups per thread: HD / 256 rounded up), `KG` (key groups, below), `SG` (subgroup size
 // of step 2's reductions, 0: none), `KV16` (f16 cache: IEEE halves two per u32) and `ROPE`.
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
@@ -23,7 +25,7 @@
 // the token writes them into the cache (no other reads that slot, so this needs no ordering). Binding 7: rope_kv's cos/sin table.
 // With `SG` (a subgroup size dividing 64, at least 2), step 2's max and sum are subgroup
 // operations, then one exchange in workgroup memory, instead of 6-level trees.
-// Bindings as attention.wgsl's. Grid (1, n_kv, splits).
+// Bindings as attention.wgsl's. Grid (GQ / G, n_kv, splits).
 struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, rot: u32, _b: u32, _c: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
@@ -123,7 +125,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let kvh = wg.y;
   let j = l.x;
   let kvd = p.n_kv * HD;
-  let h0 = kvh * G;
+  let h0 = kvh * GQ + wg.x * G;
   // This split's keys (whole chunks of 64).
   let kall = st.pos0 + 1u;
   let per = ((kall + nwg.z - 1u) / nwg.z + 63u) / 64u * 64u;
@@ -326,8 +328,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
   }
 //@if ROPE
-  // The token's key (rotated) and value into the cache, by the workgroup whose split holds it.
-  if (kbeg <= st.pos0 && st.pos0 < kend) {
+  // The token's key (rotated) and value into the cache, by the workgroup whose split holds it
+  // (the first of the KV head's).
+  if (kbeg <= st.pos0 && st.pos0 < kend && wg.x == 0u) {
     for (var dg = j; dg < NDG; dg += 64u) {
       let c = (st.pos0 * kvd + kvh * HD) / 4u + dg;
       let k = KOWN[dg];

@@ -127,6 +127,20 @@ pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && shared <= gpu.limits().max_compute_workgroup_storage_size
 }
 
+/// Query heads per workgroup of `attention_decode.wgsl` ([`Geometry::AttentionDecode`]'s
+/// `heads`): [`crate::gpu::Tuning::attn_heads`] where it divides the group, else half of a group
+/// of 4 or more (an even number), else the whole group. Halving doubles the workgroups and
+/// halves each one's serial work per chunk of keys, for twice the reads of the keys and values
+/// (the second mostly from L2). Measured on an H200 (`bench/h200/v13/heads.txt`), tg128 after
+/// pp512 with 4 / 2 / 1 heads a workgroup: Llama-3-8B shape Q4_K_M 249.1 / 257.9 / 258.4 tok/s,
+/// at depth 4096 216.8 / 215.8 / 198.9; Llama-3.2-1B shape Q8_0 851.2 / 864.2 / 853.2, at depth
+/// 4096 724.6 / 741.2 / 664.0.
+pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
+    let g = cfg.n_heads / cfg.n_kv_heads;
+    let default = if g >= 4 && g % 2 == 0 { g / 2 } else { g };
+    gpu.tuning().attn_heads.filter(|&h| h >= 1 && g % h == 0).unwrap_or(default)
+}
+
 /// Whether one-token batches apply RoPE and write the KV cache inside `attention_decode.wgsl`
 /// (the `rope_kv` dispatch then skips them: one dispatch fewer per layer and token): where the
 /// decode kernel runs ([`decode_kernel`]) and the decode fusions are on
@@ -203,17 +217,18 @@ impl Builder<'_> {
         // One-token batches on GPUs: the decode kernel.
         let one = decode_kernel(self.gpu, cfg).then(|| {
             let sg = Some(self.gpu.tuning().reduce_subgroup).filter(|&s| s >= 2 && 64 % s == 0).unwrap_or(0);
-            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, kv_f16: cfg.kv == KvType::F16, rope: io.rope.is_some(), sg };
+            let heads = decode_heads(self.gpu, cfg);
+            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, heads, kv_f16: cfg.kv == KvType::F16, rope: io.rope.is_some(), sg };
             let mut with_rope = bufs.to_vec();
             with_rope.extend(io.rope);
             variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &with_rope));
-            variants.len() - 1
+            (variants.len() - 1, g / heads)
         });
         let n_kv = cfg.n_kv_heads;
         self.op(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
             Some(match (cpu, one) {
-                (_, Some(i)) if b.n_tokens == 1 => (i, [1, n_kv, b.splits]),
+                (_, Some((i, parts))) if b.n_tokens == 1 => (i, [parts, n_kv, b.splits]),
                 (Some(per_wg), _) if b.n_tokens > SPLIT_MAX_TOKENS => (2, [rows.div_ceil(per_wg), n_kv, 1]),
                 _ if rows <= bq_decode => (0, [rows.div_ceil(bq_decode), n_kv, b.splits]),
                 _ => (1, [rows.div_ceil(bq_prefill), n_kv, b.splits]),

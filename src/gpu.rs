@@ -54,6 +54,9 @@ pub struct Tuning {
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
     pub decode_attention: Option<bool>,
+    /// Query heads per workgroup of `attention_decode.wgsl` (a divisor of the GQA group);
+    /// `None`: by group size ([`crate::attention::decode_heads`]).
+    pub attn_heads: Option<u32>,
     /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel (`shaders/matvec.wgsl`, NORM and
     /// GLU); `None`: on GPUs, not on CPU adapters (see [`Tuning::fused`]).
     pub fuse: Option<bool>,
@@ -159,6 +162,7 @@ impl Gpu {
                 rpt: None,
                 fuse: None,
                 decode_attention: None,
+                attn_heads: None,
                 matvec_max_tokens: 8,
                 tile: Tile::PORTABLE,
                 min_large_tiles: 256,

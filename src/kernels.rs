@@ -403,6 +403,9 @@ pub enum Geometry {
         head_dim: u32,
         /// Query heads per KV head.
         group: u32,
+        /// Query heads per workgroup (a divisor of `group`): the group's heads are split across
+        /// `group / heads` workgroups, each reading the KV head's keys and values.
+        heads: u32,
         /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
         kv_f16: bool,
         /// RoPE and the KV-cache write fused in (`rope_kv.wgsl`'s work for the token).
@@ -561,8 +564,8 @@ impl PipelineKey {
             Geometry::Coop(t) => s += &format!(" {}x{}/{}", t.bm, t.bn, t.split),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
-            Geometry::AttentionDecode { head_dim, group, rope, sg, .. } => {
-                s += &format!(" hd{head_dim} g{group}{}", if rope { " +rope" } else { "" });
+            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, .. } => {
+                s += &format!(" hd{head_dim} g{group}{}{}", if heads < group { format!("/{heads}") } else { String::new() }, if rope { " +rope" } else { "" });
                 if sg != 0 {
                     s += &format!(" sg{sg}");
                 }
@@ -662,13 +665,13 @@ pub fn compose(key: &PipelineKey) -> String {
             s += &format!("const SPLIT: u32 = {}u;\n", t.split);
         }
         Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
-        Geometry::AttentionDecode { head_dim, group, sg, .. } => {
+        Geometry::AttentionDecode { head_dim, group, heads, sg, .. } => {
             // Key groups: the largest power of two of NDG-thread groups that fits 64 threads, so
             // that its groups of 64 / KG keys cover the 64 keys of a chunk exactly.
             let groups = (64 / (head_dim / 4).max(1)).max(1);
             let kg = 1u32 << (31 - groups.leading_zeros());
             s += &format!(
-                "const HD: u32 = {head_dim}u;\nconst G: u32 = {group}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\nconst SG: u32 = {sg}u;\n",
+                "const HD: u32 = {head_dim}u;\nconst GQ: u32 = {group}u;\nconst G: u32 = {heads}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\nconst SG: u32 = {sg}u;\n",
                 head_dim.div_ceil(256)
             )
         }

@@ -367,14 +367,15 @@ fn attention_with(kv: KvType) {
     // 0, 1: the device's kernels (with and without subgroups); 2: the GPU kernels (one-token
     // batches through attention_decode.wgsl); 3: the same with the tiled kernel for one token too;
     // 4: the GPU kernels at a head dim of 132 (attention_decode: 33 groups of 4 dims, one key
-    // group of 64 keys).
-    for variant in 0..5 {
+    // group of 64 keys); 5: the GPU kernels with one query head per attention_decode workgroup.
+    for variant in 0..6 {
         let mut gpu = base.clone();
         let t = gpu.tuning_mut();
         match variant {
             0 => {}
             1 => t.cpu_subgroup = 0,
             3 => (t.cpu, t.decode_attention) = (false, Some(false)),
+            5 => (t.cpu, t.attn_heads) = (false, Some(1)),
             _ => t.cpu = false,
         }
         attention_on(&gpu, variant, kv, if variant == 4 { 132 } else { 20 }, &mut rng);
@@ -410,7 +411,7 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &m
 /// inside `attention_decode.wgsl` (`attention::fuses_rope`); without them `rope_kv` does them.
 /// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132
 /// (5 and 33 groups of 4 dims: key groups that do not divide 64) and 64, with the softmax's
-/// reductions in subgroups where the device has them (variant 2: without), up to 131 keys (3
+/// reductions in subgroups where the device has them (variant 2: without; variant 3: one query head per workgroup), up to 131 keys (3
 /// chunks of 64; the token alone in its chunk at positions 64 and 128), the slots the batch
 /// writes holding NaN before.
 #[test]
@@ -426,6 +427,8 @@ fn rope_attention() {
         (0, KvType::F32, 64),
         (0, KvType::F16, 64),
         (2, KvType::F32, 64),
+        (3, KvType::F32, 20),
+        (3, KvType::F16, 132),
     ];
     for (variant, kv_type, head_dim) in cases {
         let mut gpu = base.clone();
@@ -434,6 +437,9 @@ fn rope_attention() {
         t.fuse = Some(variant != 1);
         if variant == 2 {
             t.reduce_subgroup = 0;
+        }
+        if variant == 3 {
+            t.attn_heads = Some(1);
         }
         for n in [1, 3] {
             for pos0 in [0, 45, 64, 128, 130] {

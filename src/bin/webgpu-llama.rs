@@ -181,6 +181,10 @@ mod cli {
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
         no_fuse: bool,
+        /// Query heads per workgroup of the one-token attention kernel: a divisor of the query
+        /// heads per KV head (default: by shape).
+        #[arg(long)]
+        attn_heads: Option<u32>,
         /// Decode attention through the general (tiled) kernel instead of the one-token kernel.
         #[arg(long)]
         no_decode_attention: bool,
@@ -228,6 +232,7 @@ mod cli {
                 t.min_large_tiles = m;
             }
             t.splits = self.splits.or(t.splits);
+            t.attn_heads = self.attn_heads.or(t.attn_heads);
             if let Some(n) = self.tpr {
                 if !n.is_power_of_two() || n > 256 {
                     return Err(format!("--tpr {n}: expected a power of two from 1 to 256").into());
