@@ -2,10 +2,11 @@
 // latency instead of reuse: with one query row per head there is nothing to share a key tile
 // with, and attention.wgsl's tile loop (a barrier-separated load, score, sum and softmax per 16
 // keys) leaves a decode step waiting on memory several times per tile. Here each workgroup takes
-// one KV head and one key split (flash-decoding: partials merged by attention_combine.wgsl, as
-// attention.wgsl writes them) and walks its keys 64 at a time in three steps:
+// G of one KV head's GQ query heads and one key split (flash-decoding: partials merged by
+// attention_combine.wgsl, as attention.wgsl writes them) and walks its keys 64 at a time in
+// three steps:
 //   1. thread j reads key j's row (HD / 4 vector loads, 16 in flight at a time) and scores it
-//      against the G query heads of the group (q in workgroup memory);
+//      against the workgroup's G query heads (q in workgroup memory);
 //   2. each head's running max and sum are updated from the 64 scores (online softmax,
 //      FlashAttention, Dao et al. 2022; max and sum as trees across the threads), and thread j
 //      turns its scores into weights;
@@ -21,8 +22,11 @@
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
 // (k rotated by all threads into workgroup memory, where its thread scores it; its value is
-// added once after the keys, with weight 0 in the loop), and the workgroup whose split holds
-// the token writes them into the cache (no other reads that slot, so this needs no ordering). Binding 7: rope_kv's cos/sin table.
+// added once after the keys, with weight 0 in the loop), and the first workgroup (x = 0) of the
+// split that holds the token writes them into the cache. This needs no ordering: the other
+// workgroups of that split load the slot in step 1 only to discard it (the own key's score
+// comes from KOWN, past-the-end keys are masked) and step 3 stops before it; no other split or
+// KV head touches it. Binding 7: rope_kv's cos/sin table.
 // With `SG` (a subgroup size dividing 64, at least 2), step 2's max and sum are subgroup
 // operations, then one exchange in workgroup memory, instead of 6-level trees.
 // Bindings as attention.wgsl's. Grid (GQ / G, n_kv, splits).
@@ -154,7 +158,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
   workgroupBarrier();
   for (var kb = kbeg; kb < kend; kb += 64u) {
-    // 1. Key kb + j against every head of the group.
+    // 1. Key kb + j against each of the workgroup's heads.
     let key = kb + j;
     let kbase = min(key, kend - 1u) * (kvd / 4u) + kvh * (HD / 4u);
     // (16 loads in flight at a time: a loop of dependent loads waits on memory once per vector.)

@@ -212,14 +212,21 @@ fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
 /// Whether, in a model `d` wide, the one-token integer-form matvecs that write the residual
 /// stream (the output and down projections; `glu`: gate/up with SwiGLU, the down projection's
 /// input) also write the next linear op's integer activations ([`Fuse::quant_out`]), so that it
-/// needs no quantize dispatch: [`crate::gpu::Tuning::quant_out`] (`quant_out_glu`), by default
-/// where `d <= 2048`. Measured on an H200 (top-1 tg128 after pp512, same session, with / without,
-/// BENCHMARKS.md v12): Llama-3.2-1B shape Q8_0 842 / 780, Q4_K_M 791 / 775; Llama-3-8B shape
-/// Q4_K_M 249 / 255: its 16-row workgroups, and the next op's reads of the sums of squares that
-/// its RMSNorm then needs (`INORM`), cost the 8B more than its 96 dispatches a token.
+/// needs no quantize dispatch: [`crate::gpu::Tuning::quant_out`], on by default;
+/// `quant_out_glu`, by default as `quant_out` where `d <= 2048`. Measured on an H200 (top-1
+/// tg128 after pp512, same session, with / without): Llama-3.2-1B shape Q8_0 842 / 780, Q4_K_M
+/// 791 / 775 (both on, BENCHMARKS.md v12); Llama-3-8B shape Q4_K_M, the projections only:
+/// 267.1, 268.7, 264.2 / 262.8, 263.5, 265.4, at depth 4096 224.4 / 217.8 (v13, after Q6_K's
+/// cheaper integer form and the split attention heads; in v12, before them, the 8B lost up to
+/// 2.5% with both on). The 8B's SwiGLU matvec with it is unmeasured since.
 pub fn quant_out(gpu: &Gpu, d: u32, glu: bool) -> bool {
     let t = gpu.tuning();
-    if glu { t.quant_out_glu } else { t.quant_out }.unwrap_or(d <= 2048)
+    let plain = t.quant_out.unwrap_or(true);
+    if glu {
+        t.quant_out_glu.unwrap_or(plain && d <= 2048)
+    } else {
+        plain
+    }
 }
 
 /// The most threads a workgroup of the matrix-vector kernel with [`QuantOut`] takes: its

@@ -204,7 +204,10 @@ const TPRS: [u32; 8] = [2, 4, 8, 16, 32, 64, 128, 256];
 /// against the reference, within the bound of its 24-bit activations: each off by at most 1.5 d
 /// (d = max |x| of its 16 / 8355711: half a unit, plus the f32 rounding of v / d near 2^23), so a
 /// row by sum |w| 1.5 d (plus 1e-6 of sum |w x| for the f32 sums); and not equal to the f32
-/// form's result (so it ran).
+/// form's result (so it ran). (Where a format's weight is a * n - b with b != 0, Q4_K's minimum
+/// and Q6_K's offset of 32, b multiplies the half's raw sum, so the 1.5 d errors are weighted by
+/// |a n| <= |w| + |b| instead: the 1e-6 term covers that difference here, where the measured
+/// errors are about 1e-7 of sum |w x|.)
 fn check_linear_int(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, lead: usize, rng: &mut Rng) {
     let w = random_weights(ty, rows as u64 * cols as u64, rng);
     let x: Vec<f32> = (0..cols).map(|_| rng.uniform()).collect();

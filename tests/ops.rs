@@ -367,8 +367,10 @@ fn attention_with(kv: KvType) {
     // 0, 1: the device's kernels (with and without subgroups); 2: the GPU kernels (one-token
     // batches through attention_decode.wgsl); 3: the same with the tiled kernel for one token too;
     // 4: the GPU kernels at a head dim of 132 (attention_decode: 33 groups of 4 dims, one key
-    // group of 64 keys); 5: the GPU kernels with one query head per attention_decode workgroup.
-    for variant in 0..6 {
+    // group of 64 keys); 5: the GPU kernels with one query head per attention_decode workgroup;
+    // 6: the GPU kernels with a GQA group of 4 (8 query heads), which attention_decode splits
+    // into two workgroups of 2 heads by default.
+    for variant in 0..7 {
         let mut gpu = base.clone();
         let t = gpu.tuning_mut();
         match variant {
@@ -376,13 +378,14 @@ fn attention_with(kv: KvType) {
             1 => t.cpu_subgroup = 0,
             3 => (t.cpu, t.decode_attention) = (false, Some(false)),
             5 => (t.cpu, t.attn_heads) = (false, Some(1)),
+            6 => t.cpu = false,
             _ => t.cpu = false,
         }
-        attention_on(&gpu, variant, kv, if variant == 4 { 132 } else { 20 }, &mut rng);
+        attention_on(&gpu, variant, kv, if variant == 4 { 132 } else { 20 }, if variant == 6 { 8 } else { 6 }, &mut rng);
     }
 }
 
-fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &mut Rng) {
+fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, n_heads: u32, rng: &mut Rng) {
     let gpu = gpu.clone();
     // What the cache holds of a value.
     let stored = |v: Vec<f32>| match kv_type {
@@ -391,7 +394,7 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &m
     };
     for &n in &TOKENS {
         for pos0 in [0, 45] {
-            let cfg = Config { kv: kv_type, head_dim, ..attention_config(pos0 + n + 3) };
+            let cfg = Config { kv: kv_type, head_dim, n_heads, ..attention_config(pos0 + n + 3) };
             let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
             let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
             let cache = cfg.ctx as usize * kv;
@@ -411,8 +414,9 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, rng: &m
 /// inside `attention_decode.wgsl` (`attention::fuses_rope`); without them `rope_kv` does them.
 /// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132
 /// (5 and 33 groups of 4 dims: key groups that do not divide 64) and 64, with the softmax's
-/// reductions in subgroups where the device has them (variant 2: without; variant 3: one query head per workgroup), up to 131 keys (3
-/// chunks of 64; the token alone in its chunk at positions 64 and 128), the slots the batch
+/// reductions in subgroups where the device has them (variant 2: without; variant 3: one query
+/// head per workgroup; variant 4: a GQA group of 4, two workgroups of 2 heads by default), up to
+/// 131 keys (3 chunks of 64; the token alone in its chunk at positions 64 and 128), the slots the batch
 /// writes holding NaN before.
 #[test]
 fn rope_attention() {
@@ -429,6 +433,8 @@ fn rope_attention() {
         (2, KvType::F32, 64),
         (3, KvType::F32, 20),
         (3, KvType::F16, 132),
+        (4, KvType::F32, 20),
+        (4, KvType::F16, 64),
     ];
     for (variant, kv_type, head_dim) in cases {
         let mut gpu = base.clone();
@@ -443,7 +449,8 @@ fn rope_attention() {
         }
         for n in [1, 3] {
             for pos0 in [0, 45, 64, 128, 130] {
-                let cfg = Config { kv: kv_type, head_dim, ..attention_config(pos0 + n + 3) };
+                let n_heads = if variant == 4 { 8 } else { 6 };
+                let cfg = Config { kv: kv_type, head_dim, n_heads, ..attention_config(pos0 + n + 3) };
                 let fused = attention::fuses_rope(&gpu, &cfg) && n == 1;
                 assert_eq!(attention::fuses_rope(&gpu, &cfg), variant != 1, "the decode fusions decide");
                 let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);

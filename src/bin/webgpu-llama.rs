@@ -166,11 +166,11 @@ mod cli {
         #[arg(long)]
         int_dot: Option<bool>,
         /// With the integer form: the output and down projections write the next op's integer
-        /// activations themselves (QOUT): on / off (default: on for models up to 2048 wide).
+        /// activations themselves (QOUT): on / off (default: on).
         #[arg(long)]
         quant_out: Option<bool>,
         /// The same for the SwiGLU matvec (the down projection's input): on / off (default: as
-        /// --quant-out).
+        /// --quant-out for models up to 2048 wide, else off).
         #[arg(long)]
         quant_out_glu: Option<bool>,
         /// Threads per row of the matrix-vector kernels with QOUT: a power of two up to 64, cut to
