@@ -1,11 +1,13 @@
 //! Causal GQA attention of a batch of tokens against the KV cache: one flash-attention kernel
 //! (`shaders/attention.wgsl`: key tiles in workgroup memory, online softmax) in two shapes, one
-//! for few query rows (decoding: many threads per row) and one for many (prefill), and for small
-//! batches a split of the keys across workgroups whose partial results
-//! `shaders/attention_combine.wgsl` merges (flash-decoding), so that decode keeps the GPU busy
-//! however long the context. On CPU adapters, batches beyond [`SPLIT_MAX_TOKENS`] tokens use
-//! `shaders/attention_cpu.wgsl` instead (a query row per invocation, see [`cpu_geometry`]).
-//! Both read the KV cache as f32 or, with [`KvType::F16`], as f16 pairs (`unpack2x16float`).
+//! for few query rows (decoding: many threads per row) and one for many, and for small batches a
+//! split of the keys across workgroups whose partial results `shaders/attention_combine.wgsl`
+//! merges (flash-decoding), so that decode keeps the GPU busy however long the context. On GPUs,
+//! one-token batches take `shaders/attention_decode.wgsl` ([`decode_kernel`]) and batches beyond
+//! [`SPLIT_MAX_TOKENS`] tokens `shaders/attention_tiled.wgsl` (prefill: 64 query rows a
+//! workgroup, a block of scores and of outputs per thread, [`tiled_geometry`]); on CPU adapters
+//! those take `shaders/attention_cpu.wgsl` (a query row per invocation, see [`cpu_geometry`]).
+//! All read the KV cache as f32 or, with [`KvType::F16`], as f16 pairs (`unpack2x16float`).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -72,6 +74,15 @@ pub fn geometry(head_dim: u32, rows_hint: u32, shared: u32, kv: KvType) -> Geome
     Geometry::Attention { head_dim, tpq, bkv, kv_f16: kv == KvType::F16 }
 }
 
+/// `shaders/attention_tiled.wgsl`'s geometry for `head_dim` reading a cache of `kv`: the most
+/// keys per tile (32, 16 or 8) whose tiles (keys with a padded row, values, 64 rows of scores,
+/// the rows' factors) fit `shared` bytes of workgroup memory, or `None` if not even 8 do.
+pub fn tiled_geometry(head_dim: u32, shared: u32, kv: KvType) -> Option<Geometry> {
+    let hd4 = head_dim.div_ceil(4);
+    let bytes = |bkv: u32| bkv * (2 * hd4 + 1) * 16 + 64 * (bkv + 1) * 4 + 64 * 4;
+    [32, 16, 8].into_iter().find(|&b| bytes(b) <= shared).map(|bkv| Geometry::AttentionTiled { head_dim, bkv, kv_f16: kv == KvType::F16 })
+}
+
 /// The CPU attention kernel's geometry for `head_dim` (a multiple of 4) with subgroups of
 /// `subgroup` lanes (0: none), reading a cache of `kv`: 16 invocations per workgroup (2 SIMD groups of 8) of 4 query rows
 /// each (every key and value read serves all 4), blocks of 4 keys, or of a subgroup's width with
@@ -113,6 +124,13 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     let workgroups = cfg.n_kv_heads * (n_tokens * g).div_ceil(rows_per_workgroup(&decode));
     let by_keys = kv_len.div_ceil(64);
     256u32.div_ceil(workgroups).max(by_keys).clamp(1, MAX_SPLITS.min(by_keys))
+}
+
+/// Whether batches of more than [`SPLIT_MAX_TOKENS`] tokens take `attention_tiled.wgsl`: on GPUs
+/// (not CPU adapters) where its tiles fit ([`tiled_geometry`]), unless
+/// [`crate::gpu::Tuning::tiled_attention`] is off.
+pub fn tiled_kernel(gpu: &Gpu, cfg: &Config) -> bool {
+    !gpu.is_cpu() && gpu.tuning().tiled_attention && tiled_geometry(cfg.head_dim, gpu.limits().max_compute_workgroup_storage_size, cfg.kv).is_some()
 }
 
 /// Whether one-token batches take `shaders/attention_decode.wgsl` (a key per thread; its query
@@ -214,6 +232,13 @@ impl Builder<'_> {
                 _ => unreachable!(),
             }
         });
+        // Batches beyond the key splits' on GPUs: the tiled kernel.
+        // (Its vec4 reads of q need whole vec4 rows.)
+        let q4_rows = cfg.head_dim % 4 != 0 || io.q_stride % 4 == 0;
+        let tiled = (tiled_kernel(self.gpu, cfg) && q4_rows).then(|| tiled_geometry(cfg.head_dim, shared, cfg.kv)).flatten().map(|geometry| {
+            variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionTiled, format: None, geometry }, &bufs[..6]));
+            variants.len() - 1
+        });
         // One-token batches on GPUs: the decode kernel.
         let one = decode_kernel(self.gpu, cfg).then(|| {
             let sg = Some(self.gpu.tuning().reduce_subgroup).filter(|&s| s >= 2 && 64 % s == 0).unwrap_or(0);
@@ -227,9 +252,10 @@ impl Builder<'_> {
         let n_kv = cfg.n_kv_heads;
         self.op(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
-            Some(match (cpu, one) {
-                (_, Some((i, parts))) if b.n_tokens == 1 => (i, [parts, n_kv, b.splits]),
-                (Some(per_wg), _) if b.n_tokens > SPLIT_MAX_TOKENS => (2, [rows.div_ceil(per_wg), n_kv, 1]),
+            Some(match (cpu, one, tiled) {
+                (_, Some((i, parts)), _) if b.n_tokens == 1 => (i, [parts, n_kv, b.splits]),
+                (Some(per_wg), _, _) if b.n_tokens > SPLIT_MAX_TOKENS => (2, [rows.div_ceil(per_wg), n_kv, 1]),
+                (_, _, Some(i)) if b.n_tokens > SPLIT_MAX_TOKENS => (i, [rows.div_ceil(64), n_kv, 1]),
                 _ if rows <= bq_decode => (0, [rows.div_ceil(bq_decode), n_kv, b.splits]),
                 _ => (1, [rows.div_ceil(bq_prefill), n_kv, b.splits]),
             })

@@ -54,6 +54,9 @@ pub struct Tuning {
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
     pub decode_attention: Option<bool>,
+    /// Batches of more than [`crate::attention::SPLIT_MAX_TOKENS`] tokens through
+    /// `shaders/attention_tiled.wgsl` on GPUs where its tiles fit (else `attention.wgsl`).
+    pub tiled_attention: bool,
     /// Query heads per workgroup of `attention_decode.wgsl` (a divisor of the GQA group);
     /// `None`: by group size ([`crate::attention::decode_heads`]).
     pub attn_heads: Option<u32>,
@@ -162,6 +165,7 @@ impl Gpu {
                 rpt: None,
                 fuse: None,
                 decode_attention: None,
+                tiled_attention: true,
                 attn_heads: None,
                 matvec_max_tokens: 8,
                 tile: Tile::PORTABLE,

@@ -58,11 +58,14 @@ pub enum Kernel {
     /// A token row of activations as 24-bit integers per 16 values (RMSNorm optionally fused),
     /// for the integer form of the matrix-vector kernel.
     Quantize,
+    /// Causal GQA attention of a long batch (prefill) on GPUs: 64 query rows a workgroup, each
+    /// thread a block of scores and of outputs.
+    AttentionTiled,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 19] = [
+    pub const ALL: [Kernel; 20] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -82,6 +85,7 @@ impl Kernel {
         Kernel::Stream,
         Kernel::Repack,
         Kernel::Quantize,
+        Kernel::AttentionTiled,
     ];
 
     /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
@@ -106,6 +110,7 @@ impl Kernel {
             Kernel::Stream => include_str!("../shaders/stream.wgsl"),
             Kernel::Repack => include_str!("../shaders/repack.wgsl"),
             Kernel::Quantize => include_str!("../shaders/quantize.wgsl"),
+            Kernel::AttentionTiled => include_str!("../shaders/attention_tiled.wgsl"),
         }
     }
 
@@ -131,6 +136,7 @@ impl Kernel {
             Kernel::Stream => "stream",
             Kernel::Repack => "repack",
             Kernel::Quantize => "quantize",
+            Kernel::AttentionTiled => "attention_tiled",
         }
     }
 
@@ -396,6 +402,15 @@ pub enum Geometry {
         /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
         kv_f16: bool,
     },
+    /// Prefill attention (`attention_tiled.wgsl`): head dim, keys per tile (a multiple of 8).
+    AttentionTiled {
+        /// Head dim.
+        head_dim: u32,
+        /// Keys per tile.
+        bkv: u32,
+        /// The KV cache holds f16 pairs (`KvType::F16`), else f32.
+        kv_f16: bool,
+    },
     /// One-token attention (`attention_decode.wgsl`): head dim (a multiple of 4), query heads
     /// per KV head.
     AttentionDecode {
@@ -564,6 +579,7 @@ impl PipelineKey {
             Geometry::Coop(t) => s += &format!(" {}x{}/{}", t.bm, t.bn, t.split),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
+            Geometry::AttentionTiled { head_dim, bkv, .. } => s += &format!(" hd{head_dim} bkv{bkv}"),
             Geometry::AttentionDecode { head_dim, group, heads, rope, sg, .. } => {
                 s += &format!(" hd{head_dim} g{group}{}{}", if heads < group { format!("/{heads}") } else { String::new() }, if rope { " +rope" } else { "" });
                 if sg != 0 {
@@ -577,6 +593,7 @@ impl PipelineKey {
         }
         if let Geometry::CpuAttention { kv_f16: true, .. }
         | Geometry::Attention { kv_f16: true, .. }
+        | Geometry::AttentionTiled { kv_f16: true, .. }
         | Geometry::AttentionDecode { kv_f16: true, .. }
         | Geometry::RopeKv { kv_f16: true } = self.geometry
         {
@@ -665,6 +682,9 @@ pub fn compose(key: &PipelineKey) -> String {
             s += &format!("const SPLIT: u32 = {}u;\n", t.split);
         }
         Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
+        Geometry::AttentionTiled { head_dim, bkv, .. } => {
+            s += &format!("const HD: u32 = {head_dim}u;\nconst HD4: u32 = {}u;\nconst BKV: u32 = {bkv}u;\n", head_dim.div_ceil(4))
+        }
         Geometry::AttentionDecode { head_dim, group, heads, sg, .. } => {
             // Key groups: the largest power of two of NDG-thread groups that fits 64 threads, so
             // that its groups of 64 / KG keys cover the 64 keys of a chunk exactly.
@@ -752,6 +772,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         }
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
         Geometry::AttentionDecode { kv_f16, rope, sg, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg)],
+        Geometry::AttentionTiled { head_dim, kv_f16, .. } => vec![("KV16", kv_f16 as u32), ("Q4", (head_dim % 4 == 0) as u32)],
         Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
         Geometry::NormRows { rows } => vec![("ROWS", rows)],
         Geometry::Combine { quant } => vec![("QUANT", quant as u32)],

@@ -369,8 +369,9 @@ fn attention_with(kv: KvType) {
     // 4: the GPU kernels at a head dim of 132 (attention_decode: 33 groups of 4 dims, one key
     // group of 64 keys); 5: the GPU kernels with one query head per attention_decode workgroup;
     // 6: the GPU kernels with a GQA group of 4 (8 query heads), which attention_decode splits
-    // into two workgroups of 2 heads by default.
-    for variant in 0..7 {
+    // into two workgroups of 2 heads by default. The GPU kernels take batches of more than
+    // SPLIT_MAX_TOKENS tokens through attention_tiled.wgsl; 7: through attention.wgsl instead.
+    for variant in 0..8 {
         let mut gpu = base.clone();
         let t = gpu.tuning_mut();
         match variant {
@@ -379,9 +380,10 @@ fn attention_with(kv: KvType) {
             3 => (t.cpu, t.decode_attention) = (false, Some(false)),
             5 => (t.cpu, t.attn_heads) = (false, Some(1)),
             6 => t.cpu = false,
+            7 => (t.cpu, t.tiled_attention) = (false, false),
             _ => t.cpu = false,
         }
-        attention_on(&gpu, variant, kv, if variant == 4 { 132 } else { 20 }, if variant == 6 { 8 } else { 6 }, &mut rng);
+        attention_on(&gpu, variant, kv, if variant == 4 { 132 } else { 20 }, if variant >= 6 { 8 } else { 6 }, &mut rng);
     }
 }
 

@@ -82,6 +82,16 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                     [Geometry::Attention { head_dim: 64, tpq: 16, bkv: 16, kv_f16 }, Geometry::Attention { head_dim: 8, tpq: 4, bkv: 32, kv_f16 }]
                 })
                 .collect(),
+            Kernel::AttentionTiled => [false, true]
+                .into_iter()
+                .flat_map(|kv_f16| {
+                    [
+                        Geometry::AttentionTiled { head_dim: 128, bkv: 32, kv_f16 },
+                        Geometry::AttentionTiled { head_dim: 20, bkv: 8, kv_f16 },
+                        Geometry::AttentionTiled { head_dim: 132, bkv: 16, kv_f16 },
+                    ]
+                })
+                .collect(),
             Kernel::AttentionCombine => vec![Geometry::Combine { quant: false }, Geometry::Combine { quant: true }],
             Kernel::RopeKv => vec![Geometry::RopeKv { kv_f16: false }, Geometry::RopeKv { kv_f16: true }],
             Kernel::RmsNorm => vec![Geometry::NormRows { rows: 0 }, Geometry::NormRows { rows: 64 }, Geometry::NormRows { rows: 5 }],

@@ -182,12 +182,17 @@ mod cli {
         #[arg(long)]
         no_fuse: bool,
         /// Query heads per workgroup of the one-token attention kernel: a divisor of the query
-        /// heads per KV head (default: by shape).
+        /// heads per KV head; a value that does not divide it falls back to the default (by
+        /// shape).
         #[arg(long)]
         attn_heads: Option<u32>,
-        /// Decode attention through the general (tiled) kernel instead of the one-token kernel.
+        /// Decode attention through the general kernel (attention.wgsl) instead of the one-token kernel.
         #[arg(long)]
         no_decode_attention: bool,
+        /// Prefill attention through the general kernel (attention.wgsl) instead of the tiled
+        /// one (attention_tiled.wgsl).
+        #[arg(long)]
+        no_tiled_attention: bool,
         /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel on CPU adapters too.
         #[arg(long, conflicts_with = "no_fuse")]
         fuse: bool,
@@ -287,6 +292,9 @@ mod cli {
             }
             if self.no_decode_attention {
                 t.decode_attention = Some(false);
+            }
+            if self.no_tiled_attention {
+                t.tiled_attention = false;
             }
             if self.fuse || self.no_fuse {
                 t.fuse = Some(self.fuse);
