@@ -75,7 +75,7 @@ fn cache4(key: u32, kvh: u32, c: u32) -> array<vec4<f32>, 2> {
   return array<vec4<f32>, 2>(k, v);
 }
 
-// Dims 4c .. 4c + 4 of query row r (token t, head h) of qkv (zero past the head).
+// Dims 4c .. 4c + 4 of token t's query head h in qkv (zero past the head).
 fn q4(t: u32, h: u32, c: u32) -> vec4<f32> {
   //@if Q4
   return qkv[(t * p.q_stride + h * HD) / 4u + c];

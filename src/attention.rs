@@ -1,6 +1,7 @@
 //! Causal GQA attention of a batch of tokens against the KV cache: one flash-attention kernel
 //! (`shaders/attention.wgsl`: key tiles in workgroup memory, online softmax) in two shapes, one
-//! for few query rows (decoding: many threads per row) and one for many, and for small batches a
+//! for few query rows (many threads per row) and one for more (on GPUs, batches of 2 to
+//! [`SPLIT_MAX_TOKENS`] tokens, or every batch with the other kernels off), and for small batches a
 //! split of the keys across workgroups whose partial results `shaders/attention_combine.wgsl`
 //! merges (flash-decoding), so that decode keeps the GPU busy however long the context. On GPUs,
 //! one-token batches take `shaders/attention_decode.wgsl` ([`decode_kernel`]) and batches beyond

@@ -365,14 +365,18 @@ fn attention_with(kv: KvType) {
     let base = gpu(false);
     let mut rng = Rng(7);
     // 0, 1: the device's kernels (with and without subgroups); 2: the GPU kernels (one-token
-    // batches through attention_decode.wgsl); 3: the same with the tiled kernel for one token too;
+    // batches through attention_decode.wgsl); 3: the same with attention.wgsl for one token too;
     // 4: the GPU kernels at a head dim of 132 (attention_decode: 33 groups of 4 dims, one key
     // group of 64 keys); 5: the GPU kernels with one query head per attention_decode workgroup;
     // 6: the GPU kernels with a GQA group of 4 (8 query heads), which attention_decode splits
     // into two workgroups of 2 heads by default. The GPU kernels take batches of more than
-    // SPLIT_MAX_TOKENS tokens through attention_tiled.wgsl; 7: through attention.wgsl instead.
-    for variant in 0..8 {
-        let mut gpu = base.clone();
+    // SPLIT_MAX_TOKENS tokens through attention_tiled.wgsl; 7: through attention.wgsl instead;
+    // 8: attention_tiled.wgsl at a head dim of 18 (not whole vec4s: q read as scalars, a part
+    // vec4 per row); 9: at a head dim of 128 on WebGPU's default limits (16 KiB of workgroup
+    // memory: 8 keys a tile).
+    let limited = gpu(true);
+    for variant in 0..10 {
+        let mut gpu = if variant == 9 { limited.clone() } else { base.clone() };
         let t = gpu.tuning_mut();
         match variant {
             0 => {}
@@ -383,7 +387,18 @@ fn attention_with(kv: KvType) {
             7 => (t.cpu, t.tiled_attention) = (false, false),
             _ => t.cpu = false,
         }
-        attention_on(&gpu, variant, kv, if variant == 4 { 132 } else { 20 }, if variant >= 6 { 8 } else { 6 }, &mut rng);
+        let head_dim = match variant {
+            4 => 132,
+            8 => 18,
+            9 => 128,
+            _ => 20,
+        };
+        if variant == 9 {
+            let cfg = Config { head_dim, kv, ..attention_config(8) };
+            let g = attention::tiled_geometry(head_dim, gpu.limits().max_compute_workgroup_storage_size, kv);
+            assert_eq!(g, Some(webgpu_llama::kernels::Geometry::AttentionTiled { head_dim, bkv: 8, kv_f16: kv == KvType::F16 }), "{cfg:?}");
+        }
+        attention_on(&gpu, variant, kv, head_dim, if variant >= 6 { 8 } else { 6 }, &mut rng);
     }
 }
 

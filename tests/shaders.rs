@@ -89,6 +89,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                         Geometry::AttentionTiled { head_dim: 128, bkv: 32, kv_f16 },
                         Geometry::AttentionTiled { head_dim: 20, bkv: 8, kv_f16 },
                         Geometry::AttentionTiled { head_dim: 132, bkv: 16, kv_f16 },
+                        Geometry::AttentionTiled { head_dim: 18, bkv: 32, kv_f16 },
                     ]
                 })
                 .collect(),
