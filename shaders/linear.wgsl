@@ -14,7 +14,14 @@ struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: Linear;
 @group(0) @binding(1) var<uniform> st: Step;
 @group(0) @binding(2) var<storage, read> W: array<u32>;
+//@if !XH
 @group(0) @binding(3) var<storage, read> X: array<vec4<f32>>;
+//@end
+//@if XH
+// matmul_coop reads the activations as split.wgsl's f16 halves, 8 a vec4<u32>: hi here (lo at
+// its binding 5).
+@group(0) @binding(3) var<storage, read> X: array<vec4<u32>>;
+//@end
 @group(0) @binding(4) var<storage, read_write> Y: array<f32>;
 
 // Token rows this dispatch computes, and the X row of the first.
@@ -48,6 +55,7 @@ fn w_run4(rb: u32, c: u32) -> vec4<f32> {
   return w;
 }
 
+//@if !XH
 fn x_run4(xo: u32, c: u32) -> vec4<f32> {
   if (c + 4u <= p.cols && (p.x_stride & 3u) == 0u) { return X[xo >> 2u]; }
   var x = vec4<f32>(0.0);
@@ -56,6 +64,8 @@ fn x_run4(xo: u32, c: u32) -> vec4<f32> {
   }
   return x;
 }
+
+//@end
 
 // Run i of a tiled kernel's weight tile (bm rows x 32 columns from column k0; run i: row i / 8,
 // columns 4 (i % 8) .., so that eight consecutive threads read one row's adjacent bytes), zero
@@ -66,6 +76,7 @@ fn tile_w(i: u32, k0: u32, m0: u32, row_bytes: u32, bm: u32) -> vec4<f32> {
   return w_run4((m0 + m) * row_bytes, k0 + 4u * (i % 8u));
 }
 
+//@if !XH
 // Run i of a tiled kernel's activation tile (bn tokens from token n0), zero past the tile, the
 // batch or the row.
 fn tile_x(i: u32, k0: u32, n0: u32, b: vec2<u32>, bn: u32) -> vec4<f32> {
@@ -74,3 +85,4 @@ fn tile_x(i: u32, k0: u32, n0: u32, b: vec2<u32>, bn: u32) -> vec4<f32> {
   if (i >= bn * 8u || n0 + n >= b.x) { return vec4<f32>(0.0); }
   return x_run4((b.y + n0 + n) * p.x_stride + c, c);
 }
+//@end

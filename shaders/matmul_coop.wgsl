@@ -1,64 +1,85 @@
 // matmul_coop: Y (+)= W X for a batch of tokens on the GPU's matrix units (tensor cores), through
 // wgpu's cooperative-matrix extension (native only; kernels::compose puts `enable f16;` and
-// `enable wgpu_cooperative_matrix;` first). Bindings and layout: linear.wgsl. Picked by linear.rs
-// instead of matmul.wgsl when gpu::Tuning::coop is set, which needs 16x16x16 f16 x f16 -> f32
-// matrices and 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens),
-// `SGM, SGN` (BM / 32, BN / 32) and `SPLIT` (kernels::CoopTile: 0, 1 or 2).
+// `enable wgpu_cooperative_matrix;` first). Bindings and layout: linear.wgsl, except that X is
+// the activations as split.wgsl's f16 halves (8 a vec4<u32>, rows of LD = cols rounded up to
+// 32): hi at binding 3 and, with a split, lo at binding 5. Picked by linear.rs instead of
+// matmul.wgsl when gpu::Tuning::coop is set, which needs 16x16x16 f16 x f16 -> f32 matrices and
+// 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens), `SGM, SGN`
+// (BM / 32, BN / 32) and `SPLIT` (kernels::CoopTile: 0, 1 or 2).
 //
 // A workgroup of SGM x SGN subgroups computes BM x BN outputs, each subgroup a 32 x 32 block as
 // 2 x 2 f32 accumulator tiles of 16 x 16. Each step over K = BK columns decodes the BM x BK
-// weights once with the format's dq4 (ggml's exact f32 values) and loads the BN x BK activations
-// into workgroup memory as f16, then multiplies tile by tile. f16 keeps 11 bits of an f32: with
-// SPLIT >= 1 the activations are stored as two halves, x = hi + lo (hi rounded to 11 bits, lo =
-// f16(x - hi)), and each product is taken twice; with SPLIT 2 the weights too, and w x = hi hi +
-// hi lo + lo hi, after Ootomo and Yokota 2022 ("Recovering single precision accuracy from Tensor
-// Cores while surpassing the FP32 theoretical peak performance"), without their scaling of lo
-// (small remainders are f16 subnormals and lose bits) or their separate accumulators (which
-// cost speed here): on the references 1e-5 to 6e-5 from the f64 logits against the f32
-// kernel's 6e-6 to 1.2e-5 (BENCHMARKS.md v9). |v| above 65504 would become infinite. Without a
-// split this is the precision of llama.cpp's matrix-unit paths. Accumulation is f32.
+// weights once with the format's dq4 (ggml's exact f32 values) into workgroup memory as f16,
+// copies the BN x BK activation halves beside them (split.wgsl converted them once per op, not
+// once per workgroup of weight rows), then multiplies tile by tile. f16 keeps 11 bits of an
+// f32: with SPLIT >= 1 the activations come as two halves, x = hi + lo (hi rounded to 11 bits,
+// lo = f16(x - hi)), and each product is taken twice; with SPLIT 2 the weights too, and w x =
+// hi hi + hi lo + lo hi, after Ootomo and Yokota 2022 ("Recovering single precision accuracy
+// from Tensor Cores while surpassing the FP32 theoretical peak performance"), without their
+// scaling of lo (small remainders are f16 subnormals and lose bits) or their separate
+// accumulators (which cost speed here): on the references 1e-5 to 6e-5 from the f64 logits
+// against the f32 kernel's 6e-6 to 1.2e-5 (BENCHMARKS.md v9). |v| above 65504 would become
+// infinite. Without a split this is the precision of llama.cpp's matrix-unit paths.
+// Accumulation is f32.
 const BK: u32 = 32u;
-// Row stride of the f16 tiles in workgroup memory: 80 bytes keeps each row on a 16-byte boundary
-// (the matrix loads want it) and puts 8 consecutive rows' 16-byte pieces on distinct banks.
-const LD: u32 = BK + 8u;
+// Row stride of the f16 tiles in workgroup memory, in vec4<f16>s (10: 80 bytes, which keeps
+// each row on a 16-byte boundary, as the matrix loads want, and puts 8 consecutive rows'
+// 16-byte pieces on distinct banks). The tiles are vec4s so that a run goes in with one store;
+// the matrix loads take their offsets and strides in the same units.
+const L4: u32 = (BK + 8u) / 4u;
 const WG: u32 = 32u * SGM * SGN;
-// The step's tiles, as f16 rows of LD: the weights' BM rows (matrix A, row-major), then the
-// activations' BN token rows (matrix B, column-major K x N); with a split, the remainders in Tl.
-var<workgroup> Th: array<f16, (BM + BN) * LD>;
 //@if SPLIT
-var<workgroup> Tl: array<f16, (BM + BN) * LD>;
+@group(0) @binding(5) var<storage, read> XL: array<vec4<u32>>;
+//@end
+// The step's tiles, as rows of L4: the weights' BM rows (matrix A, row-major), then the
+// activations' BN token rows (matrix B, column-major K x N); with a split, the remainders in Tl.
+var<workgroup> Th: array<vec4<f16>, (BM + BN) * L4>;
+//@if SPLIT
+var<workgroup> Tl: array<vec4<f16>, (BM + BN) * L4>;
 //@end
 var<workgroup> Cs: array<f32, SGM * SGN * 256u>; // a 16 x 16 result tile per subgroup, column-major
 
-// Per thread and step: NW runs of 4 weights and NX runs of 4 activations (linear.wgsl's tile_w,
-// tile_x).
+// Per thread and step: NW runs of 4 weights (linear.wgsl's tile_w) and NX pieces of 8
+// activation halves (of hi, and of lo).
 const NW: u32 = (BM * 8u + WG - 1u) / WG;
-const NX: u32 = (BN * 8u + WG - 1u) / WG;
+const NX: u32 = (BN * 4u + WG - 1u) / WG;
 
-// v rounded to f16's 10 mantissa bits (to nearest, ties away; exact in f16 within its range),
-// on the bits: rounding through f16 and back is a conversion pair that compilers may fold away
-// (it was, on an H200: the remainders came out 0), and so is pack2x16float / unpack2x16float.
-fn hi16(v: vec4<f32>) -> vec4<f32> {
-  return bitcast<vec4<f32>>((bitcast<vec4<u32>>(v) + vec4<u32>(0x1000u)) & vec4<u32>(0xffffe000u));
-}
-
-// Run v into the tiles at element o: as f16, or with `split` as hi16(v) and the f16 remainder.
+// Run v of weights into the tiles at o: as f16, or with `split` as hi16(v) and the f16 remainder.
 fn stash(v: vec4<f32>, o: u32, split: bool) {
   let hf = select(v, hi16(v), split);
-  let h = vec4<f16>(hf);
-  Th[o] = h.x;
-  Th[o + 1u] = h.y;
-  Th[o + 2u] = h.z;
-  Th[o + 3u] = h.w;
-//@if SPLIT
-  if (split) {
-    let lo = vec4<f16>(v - hf);
-    Tl[o] = lo.x;
-    Tl[o + 1u] = lo.y;
-    Tl[o + 2u] = lo.z;
-    Tl[o + 3u] = lo.w;
-  }
+  Th[o] = vec4<f16>(hf);
+//@if WLO
+  Tl[o] = vec4<f16>(v - hf);
 //@end
+}
+
+// Piece i of the step's activation halves (8 of them: token row i / 4 of the tile, halves
+// k0 + 8 (i % 4) ..) is at this index of X and XL; past the tile or the batch it reads as zeros.
+fn x_at(i: u32, k0: u32, n0: u32, b: vec2<u32>, ldx8: u32) -> u32 {
+  return (b.y + n0 + i / 4u) * ldx8 + k0 / 8u + i % 4u;
+}
+
+fn in_tile(i: u32, n0: u32, b: vec2<u32>) -> bool {
+  return i < BN * 4u && n0 + i / 4u < b.x;
+}
+
+fn x_hi(i: u32, k0: u32, n0: u32, b: vec2<u32>, ldx8: u32) -> vec4<u32> {
+  if (!in_tile(i, n0, b)) { return vec4<u32>(0u); }
+  return X[x_at(i, k0, n0, b, ldx8)];
+}
+
+//@if SPLIT
+fn x_lo(i: u32, k0: u32, n0: u32, b: vec2<u32>, ldx8: u32) -> vec4<u32> {
+  if (!in_tile(i, n0, b)) { return vec4<u32>(0u); }
+  return XL[x_at(i, k0, n0, b, ldx8)];
+}
+//@end
+
+// Halves 0 .. 4 (j = 0) or 4 .. 8 (j = 1) of a piece, as f16s (the conversions through f32 are
+// exact, and compilers drop them: WGSL has no bitcast from two u32s to four f16s).
+fn halves4(q: vec4<u32>, j: u32) -> vec4<f16> {
+  let w = select(q.xy, q.zw, j == 1u);
+  return vec4<f16>(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)));
 }
 
 // Subgroup sg's result tile (rows m .. m + 16, tokens n .. n + 16), from its slot of Cs: lane l
@@ -82,50 +103,72 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   let mt = 32u * (sg % SGM); // its block: rows mt .. mt + 32, tokens nt .. nt + 32
   let nt = BM + 32u * (sg / SGM); // (as a row of the tiles: the activations follow the weights)
   let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
+  let ldx8 = (p.cols + BK - 1u) / BK * (BK / 8u); // the halves' row stride, in pieces
   var c00 = coop_mat16x16<f32, C>();
   var c01 = coop_mat16x16<f32, C>();
   var c10 = coop_mat16x16<f32, C>();
   var c11 = coop_mat16x16<f32, C>();
-  // The next step's runs are loaded into registers while this step's tiles are multiplied
-  // (software pipelining, as matmul.wgsl): their latency overlaps the matrix units' work.
+  // The next step's runs and pieces are loaded into registers while this step's tiles are
+  // multiplied (software pipelining, as matmul.wgsl): their latency overlaps the matrix units'.
   var wr: array<vec4<f32>, NW>;
-  var xr: array<vec4<f32>, NX>;
+  var xh: array<vec4<u32>, NX>;
+//@if SPLIT
+  var xl: array<vec4<u32>, NX>;
+//@end
   for (var r = 0u; r < NW; r++) { wr[r] = tile_w(li + r * WG, 0u, m0, row_bytes, BM); }
-  for (var r = 0u; r < NX; r++) { xr[r] = tile_x(li + r * WG, 0u, n0, b, BN); }
+  for (var r = 0u; r < NX; r++) {
+    xh[r] = x_hi(li + r * WG, 0u, n0, b, ldx8);
+//@if SPLIT
+    xl[r] = x_lo(li + r * WG, 0u, n0, b, ldx8);
+//@end
+  }
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
     for (var r = 0u; r < NW; r++) {
       let i = li + r * WG;
-      if (i < BM * 8u) { stash(wr[r], (i / 8u) * LD + 4u * (i % 8u), SPLIT >= 2u); }
+      if (i < BM * 8u) { stash(wr[r], (i / 8u) * L4 + i % 8u, SPLIT >= 2u); }
     }
     for (var r = 0u; r < NX; r++) {
       let i = li + r * WG;
-      if (i < BN * 8u) { stash(xr[r], (BM + i / 8u) * LD + 4u * (i % 8u), SPLIT >= 1u); }
+      let o = (BM + i / 4u) * L4 + 2u * (i % 4u);
+      if (i < BN * 4u) {
+        Th[o] = halves4(xh[r], 0u);
+        Th[o + 1u] = halves4(xh[r], 1u);
+//@if SPLIT
+        Tl[o] = halves4(xl[r], 0u);
+        Tl[o + 1u] = halves4(xl[r], 1u);
+//@end
+      }
     }
     workgroupBarrier();
     if (k0 + BK < p.cols) {
       for (var r = 0u; r < NW; r++) { wr[r] = tile_w(li + r * WG, k0 + BK, m0, row_bytes, BM); }
-      for (var r = 0u; r < NX; r++) { xr[r] = tile_x(li + r * WG, k0 + BK, n0, b, BN); }
+      for (var r = 0u; r < NX; r++) {
+        xh[r] = x_hi(li + r * WG, k0 + BK, n0, b, ldx8);
+//@if SPLIT
+        xl[r] = x_lo(li + r * WG, k0 + BK, n0, b, ldx8);
+//@end
+      }
     }
     for (var k = 0u; k < BK; k += 16u) {
-      let a0 = coopLoadT<coop_mat16x16<f16, A>>(&Th[mt * LD + k], LD);
-      let a1 = coopLoadT<coop_mat16x16<f16, A>>(&Th[(mt + 16u) * LD + k], LD);
-      let b0 = coopLoad<coop_mat16x16<f16, B>>(&Th[nt * LD + k], LD);
-      let b1 = coopLoad<coop_mat16x16<f16, B>>(&Th[(nt + 16u) * LD + k], LD);
+      let a0 = coopLoadT<coop_mat16x16<f16, A>>(&Th[mt * L4 + k / 4u], L4);
+      let a1 = coopLoadT<coop_mat16x16<f16, A>>(&Th[(mt + 16u) * L4 + k / 4u], L4);
+      let b0 = coopLoad<coop_mat16x16<f16, B>>(&Th[nt * L4 + k / 4u], L4);
+      let b1 = coopLoad<coop_mat16x16<f16, B>>(&Th[(nt + 16u) * L4 + k / 4u], L4);
       c00 = coopMultiplyAdd(a0, b0, c00);
       c01 = coopMultiplyAdd(a0, b1, c01);
       c10 = coopMultiplyAdd(a1, b0, c10);
       c11 = coopMultiplyAdd(a1, b1, c11);
 //@if SPLIT
-      let l0 = coopLoad<coop_mat16x16<f16, B>>(&Tl[nt * LD + k], LD);
-      let l1 = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt + 16u) * LD + k], LD);
+      let l0 = coopLoad<coop_mat16x16<f16, B>>(&Tl[nt * L4 + k / 4u], L4);
+      let l1 = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt + 16u) * L4 + k / 4u], L4);
       c00 = coopMultiplyAdd(a0, l0, c00);
       c01 = coopMultiplyAdd(a0, l1, c01);
       c10 = coopMultiplyAdd(a1, l0, c10);
       c11 = coopMultiplyAdd(a1, l1, c11);
 //@end
 //@if WLO
-      let e0 = coopLoadT<coop_mat16x16<f16, A>>(&Tl[mt * LD + k], LD);
-      let e1 = coopLoadT<coop_mat16x16<f16, A>>(&Tl[(mt + 16u) * LD + k], LD);
+      let e0 = coopLoadT<coop_mat16x16<f16, A>>(&Tl[mt * L4 + k / 4u], L4);
+      let e1 = coopLoadT<coop_mat16x16<f16, A>>(&Tl[(mt + 16u) * L4 + k / 4u], L4);
       c00 = coopMultiplyAdd(e0, b0, c00);
       c01 = coopMultiplyAdd(e0, b1, c01);
       c10 = coopMultiplyAdd(e1, b0, c10);

@@ -61,11 +61,13 @@ pub enum Kernel {
     /// Causal GQA attention of a long batch (prefill) on GPUs: 64 query rows a workgroup, each
     /// thread a block of scores and of outputs.
     AttentionTiled,
+    /// A batch's activations as f16 halves (hi + lo), the matrix-unit matmul's input.
+    Split,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 20] = [
+    pub const ALL: [Kernel; 21] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -86,6 +88,7 @@ impl Kernel {
         Kernel::Repack,
         Kernel::Quantize,
         Kernel::AttentionTiled,
+        Kernel::Split,
     ];
 
     /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
@@ -111,6 +114,7 @@ impl Kernel {
             Kernel::Repack => include_str!("../shaders/repack.wgsl"),
             Kernel::Quantize => include_str!("../shaders/quantize.wgsl"),
             Kernel::AttentionTiled => include_str!("../shaders/attention_tiled.wgsl"),
+            Kernel::Split => include_str!("../shaders/split.wgsl"),
         }
     }
 
@@ -137,6 +141,7 @@ impl Kernel {
             Kernel::Repack => "repack",
             Kernel::Quantize => "quantize",
             Kernel::AttentionTiled => "attention_tiled",
+            Kernel::Split => "split",
         }
     }
 
@@ -658,7 +663,11 @@ pub fn compose(key: &PipelineKey) -> String {
     // Enable directives must come first.
     // (Naga takes subgroup built-ins without `enable subgroups;`, and rejects it so far: the
     // browser, which requires it, gets it from `Gpu::wgsl_directives`.)
-    let enables = if key.kernel == Kernel::MatmulCoop { "enable f16;\nenable wgpu_cooperative_matrix;\n" } else { "" };
+    let enables = match key.kernel {
+        Kernel::MatmulCoop => "enable f16;\nenable wgpu_cooperative_matrix;\n",
+        Kernel::Split => "enable f16;\n",
+        _ => "",
+    };
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
@@ -701,8 +710,13 @@ pub fn compose(key: &PipelineKey) -> String {
             }
         }
     }
+    // `//@if` blocks in the shared files too (XH: the activations as f16 halves, matmul_coop).
+    let mut shared = consts(key);
+    if !shared.iter().any(|c| c.0 == "XH") {
+        shared.push(("XH", 0));
+    }
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
-        s += include_str!("../shaders/formats/common.wgsl");
+        s += &unroll(include_str!("../shaders/formats/common.wgsl"), &shared);
         s += "\n";
         // The 16-byte pieces only where they are read: they use the `W4` view that only the
         // matrix-vector kernel's WIDE form declares.
@@ -717,8 +731,12 @@ pub fn compose(key: &PipelineKey) -> String {
         s += include_str!("../shaders/quantize_half.wgsl");
         s += "\n";
     }
+    if matches!(key.kernel, Kernel::MatmulCoop | Kernel::Split) {
+        s += include_str!("../shaders/hi16.wgsl");
+        s += "\n";
+    }
     if matches!(key.kernel, Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatmulCpu) {
-        s += include_str!("../shaders/linear.wgsl");
+        s += &unroll(include_str!("../shaders/linear.wgsl"), &shared);
         s += "\n";
     }
     s + &unroll(key.kernel.source(), &consts(key))
@@ -777,7 +795,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         Geometry::NormRows { rows } => vec![("ROWS", rows)],
         Geometry::Combine { quant } => vec![("QUANT", quant as u32)],
         // The remainders: SPLIT (the activations', split >= 1), WLO (the weights', split 2).
-        Geometry::Coop(t) => vec![("SPLIT", t.split), ("WLO", (t.split >= 2) as u32)],
+        Geometry::Coop(t) => vec![("SPLIT", t.split), ("WLO", (t.split >= 2) as u32), ("XH", 1)],
         _ => vec![],
     }
 }

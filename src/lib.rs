@@ -28,6 +28,7 @@ pub mod quantize;
 pub mod reference;
 pub mod repack;
 pub mod rope;
+pub mod split;
 pub mod synth;
 pub mod topk;
 pub mod vocab;

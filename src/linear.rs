@@ -316,6 +316,12 @@ impl Builder<'_> {
     /// [`Builder::linear`] with the decode fusions `fuse` where [`crate::gpu::Tuning::fused`]
     /// allows them (SwiGLU needs `W` in one part). Returns which the matrix-vector forms took.
     pub fn linear_fused(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>) -> Fused {
+        self.linear_op(w, io, fuse, false)
+    }
+
+    /// [`Builder::linear_fused`]; `head`: the output head's, whose matrix-matrix forms run only
+    /// for batches that want every token's logits.
+    fn linear_op(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>, head: bool) -> Fused {
         let mv_max = self.gpu.tuning().matvec_max_tokens;
         let coop = self.gpu.tuning().coop;
         let min_large = self.gpu.tuning().min_large_tiles;
@@ -337,6 +343,10 @@ impl Builder<'_> {
             (Geometry::Tile(t), (t != Tile::PORTABLE).then_some(Geometry::Tile(Tile::PORTABLE)))
         };
         let mm = if coop { Kernel::MatmulCoop } else { Kernel::Matmul };
+        let split = match large {
+            Geometry::Coop(t) => t.split,
+            _ => 0,
+        };
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
         let rpt = if glu { self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu)) } else { rows_per_thread(self.gpu) };
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
@@ -349,6 +359,11 @@ impl Builder<'_> {
             None => self.quantized(io.x, io.x_stride, w.cols, None),
         });
         let inorm = int.is_some() && norm.is_some() && self.quantized_inorm();
+        // The matrix-unit matmul reads its activations as f16 halves, split once for the op. The
+        // split op comes after the integer form's quantize op: integers written by the op before
+        // (QOUT, attention's combine) are reused only by the op appended right after it.
+        let matmul_batch = move |n: u32| !(n == 1 && mv_max >= 1) && n > mv_max.min(MATVEC_TOKENS);
+        let halves = coop.then(|| self.halves(io.x, io.x_stride, w.cols, move |b| matmul_batch(b.n_tokens) && (!head || b.all_logits)));
         // Its output row in the integer form too, for the next op: one part, whole halves from
         // the row's start (the integers' half index and the sums' region count from column 0),
         // and the device's limits (the weights' second view, the integers in and out, the norm's
@@ -392,6 +407,11 @@ impl Builder<'_> {
             };
             let p = self.uniform("linear", &params);
             let bufs = [&p, &self.step.clone(), &part.buffer, io.x, io.y];
+            // The matrix-unit form: the halves for X, and with a split the remainders after Y.
+            let mm_bufs: Vec<&wgpu::Buffer> = match &halves {
+                Some((hi, lo)) => [&p, bufs[1], bufs[2], hi, io.y].into_iter().chain((split > 0).then_some(lo)).collect(),
+                None => bufs.to_vec(),
+            };
             // The matrix-vector forms: their own rows (GLU: half) and input (norm: raw + weights).
             let mv_rows = if glu { part.rows / 2 } else { part.rows };
             let mv_p = if glu { self.uniform("linear glu", &LinearParams { rows: mv_rows, ..params }) } else { p.clone() };
@@ -423,12 +443,12 @@ impl Builder<'_> {
             let mut variants = vec![
                 one,
                 self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs),
-                self.variant(PipelineKey::weights(mm, w.ty, large), &bufs),
+                self.variant(PipelineKey::weights(mm, w.ty, large), &mm_bufs),
             ];
             // A large tile leaves a GPU idle when it makes few workgroups (a narrow matrix, a short
             // batch): then the small tile, more workgroups, takes over.
             if let Some(g) = small {
-                variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &bufs));
+                variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &mm_bufs));
             }
             let (large, small) = (large.tile_size(), small.map(|g| g.tile_size()));
             let cpu = cpu_tile.map(|t| {
@@ -455,6 +475,9 @@ impl Builder<'_> {
         if int.is_some() {
             self.mark_quantized_read();
         }
+        if halves.is_some() {
+            self.mark_halves_read();
+        }
         if let Some((bufs, nw)) = qout_bufs {
             self.quantized_by(bufs, io.y, io.y_stride, out_rows, nw);
         }
@@ -466,7 +489,7 @@ impl Builder<'_> {
     /// as [`Fuse::norm`] (`x` is then the normalised rows the matrix-matrix forms read).
     pub fn head(&mut self, w: &Matrix, x: &wgpu::Buffer, d: u32, logits: &wgpu::Buffer, vocab: u32, norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>) -> bool {
         let Fused { norm: fused, int, .. } =
-            self.linear_fused(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, ..Default::default() });
+            self.linear_op(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, ..Default::default() }, true);
         // Its ops, one per part (after the quantize op of the integer form, if any).
         let first = self.program.ops.len() - w.parts.len();
         let norm = norm.filter(|_| fused);

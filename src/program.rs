@@ -171,13 +171,28 @@ pub struct Builder<'a> {
     pub quant: Option<crate::quantize::Scratch>,
     /// The buffers the quantised activations are written to ([`Builder::quant_buffers`]).
     pub quant_pool: Vec<(wgpu::Buffer, wgpu::Buffer)>,
+    /// The f16 halves of the matrix-unit matmul's activations ([`Builder::halves`]).
+    pub halves: Option<crate::split::Halves>,
+    /// The buffers they are written to.
+    pub halves_pool: Vec<(wgpu::Buffer, wgpu::Buffer)>,
 }
 
 impl<'a> Builder<'a> {
     /// An empty program with its step uniform.
     pub fn new(gpu: &'a Gpu, kernels: &'a mut Kernels) -> Builder<'a> {
         let step = gpu.uniform_of("step", &Step::default());
-        Builder { gpu, kernels, program: Program::default(), setup: Program::default(), buffers: vec![step.clone()], step, quant: None, quant_pool: Vec::new() }
+        Builder {
+            gpu,
+            kernels,
+            program: Program::default(),
+            setup: Program::default(),
+            buffers: vec![step.clone()],
+            step,
+            quant: None,
+            quant_pool: Vec::new(),
+            halves: None,
+            halves_pool: Vec::new(),
+        }
     }
 
     /// A uniform buffer holding `value`.

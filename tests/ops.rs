@@ -100,6 +100,43 @@ fn swiglu() {
     }
 }
 
+/// `split.wgsl`, the matrix-unit matmul's input: hi is x as an f16 (11 significant bits),
+/// within half an f16 step of x; hi + lo is x within the f16 rounding of the remainder; each row
+/// is padded with zeros to a multiple of 32. The reference: `half`'s f16 conversions and f64.
+#[test]
+fn split() {
+    let gpu = gpu(false);
+    if !gpu.device.features().contains(wgpu::Features::SHADER_F16) {
+        println!("split: skipped: {} has no f16 in shaders (only devices with matrix units run it)", gpu.adapter_info);
+        return;
+    }
+    let mut rng = Rng(9);
+    for (i, &n) in TOKENS.iter().enumerate() {
+        let cols = [37u32, 64, 100][i % 3];
+        let ld = webgpu_llama::split::halves_stride(cols) as usize;
+        // Magnitudes from 1e-2 to 1e3 (f16's normal range, away from 65504).
+        let x: Vec<f32> = rng.vec(n as usize * cols as usize).iter().enumerate().map(|(j, v)| v * 10f32.powi(j as i32 % 6 - 2)).collect();
+        let (hi, lo) = block_on(oneshot::split(&gpu, &x, cols)).unwrap();
+        assert_eq!((hi.len(), lo.len()), (n as usize * ld, n as usize * ld), "split T={n}: output sizes");
+        for t in 0..n as usize {
+            for c in 0..ld {
+                let (h, l) = (hi[t * ld + c], lo[t * ld + c]);
+                if c >= cols as usize {
+                    assert_eq!((h, l), (0.0, 0.0), "split T={n} cols={cols}: padding at token {t} column {c}");
+                    continue;
+                }
+                let v = x[t * cols as usize + c] as f64;
+                let what = format!("split T={n} cols={cols}: token {t} column {c}: x {v:e}, hi {h:e}, lo {l:e}");
+                assert_eq!(half::f16::from_f32(h).to_f32(), h, "{what}: hi is not an f16");
+                // (Below 2^-14, f16 subnormals: steps of 2^-24, and up to one step off, the 11
+                // bits being rounded again into fewer.)
+                assert!((v - h as f64).abs() <= (v.abs() * 2f64.powi(-11)).max(2f64.powi(-24)), "{what}: hi further than half an f16 step");
+                assert!((v - h as f64 - l as f64).abs() <= v.abs() * 2f64.powi(-21) + 6e-8, "{what}: hi + lo is not x");
+            }
+        }
+    }
+}
+
 #[test]
 fn moe_select() {
     let gpu = gpu(false);

@@ -85,6 +85,7 @@ fn dequant(rb: u32, i: u32) -> f32 {
   return dq4(rb, i & ~3u)[i & 3u];
 }
 
+//@if !XH
 // Element i of the f32 activations X.
 fn x1(i: u32) -> f32 {
   return X[i >> 2u][i & 3u];
@@ -96,6 +97,7 @@ fn xv4(i: u32) -> vec4<f32> {
   if ((i & 3u) == 0u) { return X[i >> 2u]; }
   return vec4<f32>(x1(i), x1(i + 1u), x1(i + 2u), x1(i + 3u));
 }
+//@end
 
 // Shared by Q4_K and Q5_K (the same 12-byte scale packing).
 // ggml's get_scale_min_k4 for j and j + 1 (j even) from the 12 scale bytes in s0, s1, s2:
@@ -117,6 +119,7 @@ fn k4_scale(w0: u32, s: u32) -> vec2<f32> {
   return dm * vec2<f32>(select(sm.xy, sm.zw, (s & 1u) == 1u));
 }
 
+//@if !XH
 // Thread t's share (chunks t, t + tpr, ...) of sum_c W[c] X[xo + c] over the `cols` weights of
 // the row starting at byte rb: the expert kernels' dot product (matvec.wgsl has its own, for
 // several tokens at once).
@@ -130,3 +133,4 @@ fn row_dot(rb: u32, cols: u32, xo: u32, t: u32, tpr: u32) -> f32 {
   for (var c = chunks * CHUNK + t; c < cols; c += tpr) { s += dequant(rb, c) * x1(xo + c); }
   return s;
 }
+//@end

@@ -1,0 +1,81 @@
+//! Activations as f16 halves for the matrix-unit matmul (`shaders/split.wgsl`, read by
+//! `shaders/matmul_coop.wgsl`): each f32 `x = hi + lo`, `hi` rounded to f16's 11 bits and `lo =
+//! f16(x - hi)` (Ootomo and Yokota 2022), rows padded with zeros to a multiple of 32 values.
+//! Done once per linear op input, where the matmul used to convert its activation tiles in
+//! every workgroup of weight rows (448 of them on the Llama-3-8B shape's gate/up matrix).
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::kernels::{Kernel, PipelineKey};
+use crate::program::{Batch, Builder};
+
+/// Token rows of the halves are allocated in multiples of this (the largest matmul tile's
+/// tokens: a tile's rows past the batch are read, and their results dropped).
+const ROWS: u64 = 256;
+
+/// `struct P` of `shaders/split.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct SplitParams {
+    /// Values per row.
+    pub cols: u32,
+    /// Floats per token row of the input.
+    pub x_stride: u32,
+    /// Padding.
+    pub pad: [u32; 2],
+}
+
+/// The builder's last halves, reused by consecutive linear ops on the same input (q+k and v).
+pub struct Halves {
+    hi: wgpu::Buffer,
+    lo: wgpu::Buffer,
+    /// What they hold: input buffer, row stride, values.
+    key: (wgpu::Buffer, u32, u32),
+    /// The program length after the last op that read them: they are reused only by the op
+    /// right after (nothing in between can have written the input).
+    at: usize,
+}
+
+/// Values per row of the halves of `cols`-wide activations (the matmul's K step).
+pub fn halves_stride(cols: u32) -> u32 {
+    cols.div_ceil(32) * 32
+}
+
+impl Builder<'_> {
+    /// `x` (`[tokens][x_stride]`, `cols` values) as f16 halves `(hi, lo)`, each `[tokens][LD]`
+    /// with LD = [`halves_stride`]: appends a split op, run on the batches `when` holds for,
+    /// unless the op appended last read the same halves ([`Builder::mark_halves_read`]).
+    pub fn halves(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, when: impl Fn(&Batch) -> bool + 'static) -> (wgpu::Buffer, wgpu::Buffer) {
+        let key = (x.clone(), x_stride, cols);
+        if let Some(h) = self.halves.as_ref().filter(|h| h.at == self.program.ops.len() && h.key == key) {
+            return (h.hi.clone(), h.lo.clone());
+        }
+        let ld = halves_stride(cols);
+        let rows = (x.size() / (x_stride.max(1) as u64 * 4)).div_ceil(ROWS) * ROWS;
+        let bytes = rows * ld as u64 * 2;
+        let (hi, lo) = match self.halves_pool.iter().find(|(h, _)| h.size() >= bytes) {
+            Some(pair) => pair.clone(),
+            None => {
+                let pair = (self.storage("x hi", bytes), self.storage("x lo", bytes));
+                self.halves_pool.push(pair.clone());
+                pair
+            }
+        };
+        let p = self.uniform("split", &SplitParams { cols, x_stride, pad: [0; 2] });
+        let step = self.step.clone();
+        let v = self.variant(PipelineKey::plain(Kernel::Split), &[&p, &step, x, &hi, &lo]);
+        let groups = (ld / 4).div_ceil(64);
+        self.op(vec![v], move |b| when(b).then_some((0, [groups, b.n_tokens, 1])));
+        self.traffic(move |b| b.n_tokens as u64 * (cols + ld) as u64 * 4);
+        self.halves = Some(Halves { hi: hi.clone(), lo: lo.clone(), key, at: self.program.ops.len() });
+        (hi, lo)
+    }
+
+    /// Records that the op appended last read the halves, so that the next linear op on the
+    /// same input reuses them.
+    pub fn mark_halves_read(&mut self) {
+        if let Some(h) = self.halves.as_mut() {
+            h.at = self.program.ops.len();
+        }
+    }
+}
