@@ -44,8 +44,9 @@ fn store(i: u32, r: u32, v: f32) -> f32 {
   return y;
 }
 
-// The tiled kernels' loads (matmul, matmul_coop): weights c .. c + 4 of the row starting at byte
-// rb, and X elements xo .. xo + 4 (column c of a token's row), each zero past the row's end.
+// The tiled kernels' loads: weights c .. c + 4 of the row starting at byte rb (matmul,
+// matmul_coop), and X elements xo .. xo + 4 (column c of a token's row; matmul only: matmul_coop
+// reads f16 halves), each zero past the row's end.
 fn w_run4(rb: u32, c: u32) -> vec4<f32> {
   if (c + 4u <= p.cols) { return dq4(rb, c); }
   var w = vec4<f32>(0.0);

@@ -363,7 +363,7 @@ impl Builder<'_> {
         // split op comes after the integer form's quantize op: integers written by the op before
         // (QOUT, attention's combine) are reused only by the op appended right after it.
         let matmul_batch = move |n: u32| !(n == 1 && mv_max >= 1) && n > mv_max.min(MATVEC_TOKENS);
-        let halves = coop.then(|| self.halves(io.x, io.x_stride, w.cols, move |b| matmul_batch(b.n_tokens) && (!head || b.all_logits)));
+        let halves = coop.then(|| self.halves(io.x, io.x_stride, w.cols, head, move |b| matmul_batch(b.n_tokens) && (!head || b.all_logits)));
         // Its output row in the integer form too, for the next op: one part, whole halves from
         // the row's start (the integers' half index and the sums' region count from column 0),
         // and the device's limits (the weights' second view, the integers in and out, the norm's
@@ -490,7 +490,8 @@ impl Builder<'_> {
     pub fn head(&mut self, w: &Matrix, x: &wgpu::Buffer, d: u32, logits: &wgpu::Buffer, vocab: u32, norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>) -> bool {
         let Fused { norm: fused, int, .. } =
             self.linear_op(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, ..Default::default() }, true);
-        // Its ops, one per part (after the quantize op of the integer form, if any).
+        // Its ops, one per part (after the quantize op of the integer form and the matrix-unit
+        // form's split op, if any).
         let first = self.program.ops.len() - w.parts.len();
         let norm = norm.filter(|_| fused);
         let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu), self.gpu.tuning().reduce_subgroup);

@@ -413,21 +413,25 @@ pub async fn swiglu(gpu: &Gpu, gu: &[f32], f: u32) -> Result<Vec<f32>> {
     Ok(out.remove(0).chunks(2 * f as usize).flat_map(|r| r[..f as usize].to_vec()).collect())
 }
 
-/// `x` (`n x cols`) as the matrix-unit matmul's f16 halves (`shaders/split.wgsl`): `(hi, lo)`,
-/// each `n x` [`crate::split::halves_stride`]`(cols)` values (the f16s widened to f32), rows
-/// padded with zeros.
+/// The first `cols` values of each row of `x` (`n x x_stride`) as the matrix-unit matmul's f16
+/// halves (`shaders/split.wgsl`): `(hi, lo)`, each `n x` [`crate::split::halves_stride`]`(cols)`
+/// values (the f16s widened to f32), rows padded with zeros.
 ///
 /// # Errors
-/// [`Error::Input`] if `x` is not whole rows, or the device has no f16 in shaders.
-pub async fn split(gpu: &Gpu, x: &[f32], cols: u32) -> Result<(Vec<f32>, Vec<f32>)> {
+/// [`Error::Input`] if `x` is not whole rows, `cols` exceeds `x_stride`, or the device has no
+/// f16 in shaders.
+pub async fn split(gpu: &Gpu, x: &[f32], x_stride: u32, cols: u32) -> Result<(Vec<f32>, Vec<f32>)> {
     if !gpu.device.features().contains(wgpu::Features::SHADER_F16) {
         return Err(Error::Input(format!("{} has no f16 in shaders (split.wgsl needs it)", gpu.adapter_info)));
     }
-    let n = tokens_of("x", x.len(), cols)?;
+    if cols > x_stride {
+        return Err(Error::Input(format!("{cols} values a row do not fit a row stride of {x_stride}")));
+    }
+    let n = tokens_of("x", x.len(), x_stride)?;
     let words = n as u64 * crate::split::halves_stride(cols) as u64 / 2;
     let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
         let xb = input(b, "oneshot x", x, 1);
-        let (hi, lo) = b.halves(&xb, cols, cols, |_| true);
+        let (hi, lo) = b.halves(&xb, x_stride, cols, false, |_| true);
         Ok(vec![(hi, words), (lo, words)])
     })
     .await?;

@@ -98,6 +98,8 @@ impl Builder<'_> {
         let reads = 1 + norm.is_some() as u64;
         self.traffic(move |_| reads * cols as u64 * 4 + halves * (HALF_BYTES + 8));
         self.quant = Some(Scratch { q: q.clone(), s: s.clone(), key, at: self.program.ops.len(), inorm: false });
+        // The next linear op on the input the halves came from still reuses them.
+        self.pass_halves();
         (q, s)
     }
 

@@ -9,10 +9,6 @@ use bytemuck::{Pod, Zeroable};
 use crate::kernels::{Kernel, PipelineKey};
 use crate::program::{Batch, Builder};
 
-/// Token rows of the halves are allocated in multiples of this (the largest matmul tile's
-/// tokens: a tile's rows past the batch are read, and their results dropped).
-const ROWS: u64 = 256;
-
 /// `struct P` of `shaders/split.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -29,8 +25,9 @@ pub struct SplitParams {
 pub struct Halves {
     hi: wgpu::Buffer,
     lo: wgpu::Buffer,
-    /// What they hold: input buffer, row stride, values.
-    key: (wgpu::Buffer, u32, u32),
+    /// What they hold: input buffer, row stride, values, and whether they are split only for
+    /// batches that want every token's logits (the output head's).
+    key: (wgpu::Buffer, u32, u32, bool),
     /// The program length after the last op that read them: they are reused only by the op
     /// right after (nothing in between can have written the input).
     at: usize,
@@ -43,15 +40,17 @@ pub fn halves_stride(cols: u32) -> u32 {
 
 impl Builder<'_> {
     /// `x` (`[tokens][x_stride]`, `cols` values) as f16 halves `(hi, lo)`, each `[tokens][LD]`
-    /// with LD = [`halves_stride`]: appends a split op, run on the batches `when` holds for,
-    /// unless the op appended last read the same halves ([`Builder::mark_halves_read`]).
-    pub fn halves(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, when: impl Fn(&Batch) -> bool + 'static) -> (wgpu::Buffer, wgpu::Buffer) {
-        let key = (x.clone(), x_stride, cols);
+    /// with LD = [`halves_stride`]: appends a split op, run on the batches `when` holds for
+    /// (`head`: the output head's, whose `when` is narrower), unless the op appended last read
+    /// the same halves ([`Builder::mark_halves_read`]).
+    pub fn halves(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, head: bool, when: impl Fn(&Batch) -> bool + 'static) -> (wgpu::Buffer, wgpu::Buffer) {
+        let key = (x.clone(), x_stride, cols, head);
         if let Some(h) = self.halves.as_ref().filter(|h| h.at == self.program.ops.len() && h.key == key) {
             return (h.hi.clone(), h.lo.clone());
         }
         let ld = halves_stride(cols);
-        let rows = (x.size() / (x_stride.max(1) as u64 * 4)).div_ceil(ROWS) * ROWS;
+        // As many token rows as `x` has (the matmul reads no row past the batch).
+        let rows = x.size().div_ceil(x_stride.max(1) as u64 * 4);
         let bytes = rows * ld as u64 * 2;
         let (hi, lo) = match self.halves_pool.iter().find(|(h, _)| h.size() >= bytes) {
             Some(pair) => pair.clone(),
@@ -76,6 +75,15 @@ impl Builder<'_> {
     pub fn mark_halves_read(&mut self) {
         if let Some(h) = self.halves.as_mut() {
             h.at = self.program.ops.len();
+        }
+    }
+
+    /// Records that the op appended last writes nothing the halves were split from (a quantize
+    /// op: its integers only), so that they stay valid across it.
+    pub fn pass_halves(&mut self) {
+        let len = self.program.ops.len();
+        if let Some(h) = self.halves.as_mut().filter(|h| h.at + 1 == len) {
+            h.at = len;
         }
     }
 }
