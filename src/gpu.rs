@@ -80,6 +80,10 @@ pub struct Tuning {
     pub coop: bool,
     /// The matrix-unit matmul's tile and precision ([`crate::kernels::CoopTile`]).
     pub coop_tile: crate::kernels::CoopTile,
+    /// Append the matrix-unit matmul's split ops ([`crate::split`]) without [`Tuning::coop`]
+    /// too (their halves then go unread; needs `SHADER_F16`): for tests of the program's op
+    /// order on devices without matrix units.
+    pub split_without_coop: bool,
     /// The CPU matrix-matrix kernel (`shaders/matmul_cpu.wgsl`) and its tile, for the batches
     /// beyond [`Tuning::matvec_max_tokens`] when [`Tuning::cpu`] is set; `None`: the tiled GPU
     /// kernel there too.
@@ -173,6 +177,7 @@ impl Gpu {
                 splits: None,
                 coop: false,
                 coop_tile: crate::kernels::CoopTile::DEFAULT,
+                split_without_coop: false,
                 cpu_tile: None,
                 cpu_attention: false,
                 cpu_subgroup: 0,

@@ -363,7 +363,8 @@ impl Builder<'_> {
         // split op comes after the integer form's quantize op: integers written by the op before
         // (QOUT, attention's combine) are reused only by the op appended right after it.
         let matmul_batch = move |n: u32| !(n == 1 && mv_max >= 1) && n > mv_max.min(MATVEC_TOKENS);
-        let halves = coop.then(|| self.halves(io.x, io.x_stride, w.cols, head, move |b| matmul_batch(b.n_tokens) && (!head || b.all_logits)));
+        let split_ops = coop || self.gpu.tuning().split_without_coop;
+        let halves = split_ops.then(|| self.halves(io.x, io.x_stride, w.cols, head, move |b| matmul_batch(b.n_tokens) && (!head || b.all_logits)));
         // Its output row in the integer form too, for the next op: one part, whole halves from
         // the row's start (the integers' half index and the sums' region count from column 0),
         // and the device's limits (the weights' second view, the integers in and out, the norm's
@@ -409,8 +410,8 @@ impl Builder<'_> {
             let bufs = [&p, &self.step.clone(), &part.buffer, io.x, io.y];
             // The matrix-unit form: the halves for X, and with a split the remainders after Y.
             let mm_bufs: Vec<&wgpu::Buffer> = match &halves {
-                Some((hi, lo)) => [&p, bufs[1], bufs[2], hi, io.y].into_iter().chain((split > 0).then_some(lo)).collect(),
-                None => bufs.to_vec(),
+                Some((hi, lo)) if coop => [&p, bufs[1], bufs[2], hi, io.y].into_iter().chain((split > 0).then_some(lo)).collect(),
+                _ => bufs.to_vec(),
             };
             // The matrix-vector forms: their own rows (GLU: half) and input (norm: raw + weights).
             let mv_rows = if glu { part.rows / 2 } else { part.rows };

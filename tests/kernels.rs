@@ -304,3 +304,46 @@ fn head_over_128_mib_on_default_limits() {
         assert_close("head over 128 MiB", relative_err(&got, &cpu.step(token, pos)));
     }
 }
+
+/// The matrix-unit matmul's split ops (`shaders/split.wgsl`) come after the integer form's
+/// quantize op in the program, so the integers that QOUT and attention's combine write for the
+/// next op are still reused: one-token decode has the same dispatches with the split ops as
+/// without. (A split op appended before the quantize op once cost the Llama-3.2-1B shape 64
+/// quantize dispatches a token.) The split ops run here without matrix units
+/// (`Tuning::split_without_coop`): their halves go unread, so every logit is unchanged.
+#[test]
+fn split_ops_keep_next_op_integers() {
+    let s = Shape::dense(256, 2, 4, 2, 512, 67);
+    let bytes = model(&s, Scheme::All(GgmlType::Q8_0), 7).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let load = |split: bool| {
+        let mut gpu = gpu(false);
+        if !gpu.device.features().contains(wgpu::Features::SHADER_F16) {
+            return None;
+        }
+        let t = gpu.tuning_mut();
+        (t.cpu, t.int_dot, t.wide, t.fuse) = (false, Some(true), Some(true), Some(true));
+        (t.quant_out, t.quant_out_glu, t.split_without_coop) = (Some(true), Some(true), split);
+        Some(Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
+    };
+    let (Some(plain), Some(split)) = (load(false), load(true)) else {
+        println!("split_ops_keep_next_op_integers: skipped: the adapter has no f16 in shaders (the split ops need it)");
+        return;
+    };
+    let names = |l: &Llama, n: u32| l.dispatches(&l.plan(n, 0, false)).iter().map(|d| d.variant.key.kernel.name()).collect::<Vec<_>>();
+    let count = |v: &[&str], k: &str| v.iter().filter(|n| **n == k).count();
+    let (decode, decode_split) = (names(&plain, 1), names(&split, 1));
+    assert!(count(&decode, "quantize") > 0, "the integer form is on (else this test checks nothing): {decode:?}");
+    assert_eq!(decode_split, decode, "one-token dispatches with the split ops against without");
+    let (batch, batch_split) = (names(&plain, 64), names(&split, 64));
+    assert_eq!((count(&batch, "split"), count(&batch_split, "quantize")), (0, count(&batch, "quantize")));
+    // One split a layer for each input: the attention norm's (q+k and v share it), attention's
+    // output, the FFN norm's (gate/up), SwiGLU's (down); none for the head (one row of logits).
+    assert_eq!(count(&batch_split, "split"), 4 * 2, "split ops in a 64-token batch: {batch_split:?}");
+    // The same logits, a 64-token prompt then one decoded token.
+    let tokens: Vec<u32> = (0..64).map(|i| (i * 7919 + 3) % s.vocab).collect();
+    for (pos, chunk) in [(0, &tokens[..]), (64, &tokens[..1])] {
+        let (a, b) = (block_on(plain.forward(chunk, pos)).unwrap(), block_on(split.forward(chunk, pos)).unwrap());
+        assert_eq!(a, b, "logits at position {pos} with the split ops against without");
+    }
+}
