@@ -435,14 +435,8 @@ pub async fn split(gpu: &Gpu, x: &[f32], x_stride: u32, cols: u32) -> Result<(Ve
         Ok(vec![(hi, words), (lo, words)])
     })
     .await?;
-    let widen = |v: Vec<f32>| -> Vec<f32> {
-        v.iter()
-            .flat_map(|w| {
-                let b = w.to_bits();
-                [half::f16::from_bits(b as u16).to_f32(), half::f16::from_bits((b >> 16) as u16).to_f32()]
-            })
-            .collect()
-    };
+    // Read back as f32 words: two f16s each, low half first.
+    let widen = |v: Vec<f32>| unpack_f16(bytemuck::cast_slice(&v));
     let lo = widen(out.pop().unwrap_or_default());
     Ok((widen(out.pop().unwrap_or_default()), lo))
 }
