@@ -5,13 +5,15 @@
 // 32): hi at binding 3 and, with a split, lo at binding 5. Picked by linear.rs instead of
 // matmul.wgsl when gpu::Tuning::coop is set, which needs 16x16x16 f16 x f16 -> f32 matrices and
 // 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens), `SGM, SGN`
-// (BM / 32, BN / 32) and `SPLIT` (kernels::CoopTile: 0, 1 or 2).
+// (BM / 32, BN / 32), `SPLIT` (kernels::CoopTile: 0, 1 or 2) and, where the weights' rows are
+// whole 16-byte pieces, `WV` with `WP` (F16), `WQ8` (Q8_0, regrouped) or `WQ4K` (Q4_K) (below).
 //
 // A workgroup of SGM x SGN subgroups computes BM x BN outputs, each subgroup a 32 x 32 block as
 // 2 x 2 f32 accumulator tiles of 16 x 16. Each step over K = BK columns decodes the BM x BK
-// weights once with the format's dq4 (ggml's exact f32 values) into workgroup memory as f16,
-// copies the BN x BK activation halves beside them (split.wgsl converted them once per op, not
-// once per workgroup of weight rows), then multiplies tile by tile. f16 keeps 11 bits of an
+// weights once with the format's dq4 (ggml's exact f32 values; WV: from 16-byte pieces, below)
+// into workgroup memory as f16, copies the BN x BK activation halves beside them (split.wgsl
+// converted them once per op, not once per workgroup of weight rows), then multiplies tile by
+// tile. f16 keeps 11 bits of an
 // f32: with SPLIT >= 1 the activations come as two halves, x = hi + lo (hi rounded to 11 bits,
 // lo = f16(x - hi)), and each product is taken twice; with SPLIT 2 the weights too, and w x =
 // hi hi + hi lo + lo hi, after Ootomo and Yokota 2022 ("Recovering single precision accuracy
@@ -31,17 +33,45 @@ const WG: u32 = 32u * SGM * SGN;
 //@if SPLIT
 @group(0) @binding(5) var<storage, read> XL: array<vec4<u32>>;
 //@end
+// WV: weights whose rows are whole 16-byte pieces (every part is a buffer of its own, so they
+// are aligned), read through this view of W's binding (the kernel then reads W only through
+// it), one load where linear.wgsl's runs take four: WP, F16, 8 halves a load stored as they are
+// (no f32 round trip); WQ8, Q8_0 rows regrouped (formats/q8_0.wgsl), 16 weights a load and
+// the group's d from a second; WQ4K, Q4_K (blocks of 9 vec4s), 16 weights' nibbles a load and
+// the block's header (d, dmin, scales) from a second. Staging the weights bounded this kernel: F16 pp512 of the
+// Llama-3.2-1B shape went from 13.6k to 26.0k tok/s with WP (BENCHMARKS.md v16).
+//@if WV
+@group(0) @binding(2) var<storage, read> W4: array<vec4<u32>>;
+//@end
 // The step's tiles, as rows of L4: the weights' BM rows (matrix A, row-major), then the
-// activations' BN token rows (matrix B, column-major K x N); with a split, the remainders in Tl.
+// activations' BN token rows (matrix B, column-major K x N); with a split, the remainders in Tl:
+// the weights' (WLO) and the activations' (from row TL0).
 var<workgroup> Th: array<vec4<f16>, (BM + BN) * L4>;
+//@if WLO
+const TL0: u32 = 0u;
+//@end
+//@if !WLO
+const TL0: u32 = BM;
+//@end
 //@if SPLIT
-var<workgroup> Tl: array<vec4<f16>, (BM + BN) * L4>;
+var<workgroup> Tl: array<vec4<f16>, (BM + BN - TL0) * L4>;
 //@end
 var<workgroup> Cs: array<f32, SGM * SGN * 256u>; // a 16 x 16 result tile per subgroup, column-major
 
-// Per thread and step: NW runs of 4 weights (linear.wgsl's tile_w) and NX pieces of 8
-// activation halves (of hi, and of lo).
+// Per thread and step: NW runs of 4 weights (linear.wgsl's tile_w; WP: pieces of 8) and NX
+// pieces of 8 activation halves (of hi, and of lo).
+//@if !WV
 const NW: u32 = (BM * 8u + WG - 1u) / WG;
+//@end
+//@if WP
+const NW: u32 = (BM * 4u + WG - 1u) / WG;
+//@end
+//@if WQ8
+const NW: u32 = (BM * 2u + WG - 1u) / WG;
+//@end
+//@if WQ4K
+const NW: u32 = (BM * 2u + WG - 1u) / WG;
+//@end
 const NX: u32 = (BN * 4u + WG - 1u) / WG;
 
 // Run v of weights into the tiles at o: as f16, or with `split` as hi16(v) and the f16 remainder.
@@ -52,6 +82,59 @@ fn stash(v: vec4<f32>, o: u32, split: bool) {
   Tl[o] = vec4<f16>(v - hf);
 //@end
 }
+
+//@if WP
+// Piece i of the step's weight tile (row i / 4, columns 8 (i % 4) ..), zero past the tile or
+// the matrix; the tile's rows are whole pieces, so a piece is all in the row or all past it.
+fn tile_wp(i: u32, k0: u32, m0: u32, row_bytes: u32) -> vec4<u32> {
+  let m = i / 4u;
+  let c = k0 + 8u * (i % 4u);
+  if (i >= BM * 4u || m0 + m >= p.rows || c >= p.cols) { return vec4<u32>(0u); }
+  return W4[((m0 + m) * row_bytes) / 16u + c / 8u];
+}
+
+fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> vec4<u32> {
+  return tile_wp(i, k0, m0, row_bytes);
+}
+//@end
+//@if WQ8
+// Piece i of the step's Q8_0 weight tile: row i / 2, half i % 2 of the step's block (16 signed
+// bytes q, weights d q), in a group of 8 blocks' qs (16 vec4s) and their d values (1 vec4).
+// Rows of 256k weights: the step is never past the row.
+struct Q8 { q: vec4<u32>, d: f32 }
+
+fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> Q8 {
+  let m = i / 2u;
+  if (i >= BM * 2u || m0 + m >= p.rows) { return Q8(vec4<u32>(0u), 0.0); }
+  let b = k0 / 32u;
+  let g = ((m0 + m) * row_bytes) / 16u + 17u * (b >> 3u);
+  let d = unpack2x16float(W4[g + 16u][(b & 7u) >> 1u])[b & 1u];
+  return Q8(W4[g + 2u * (b & 7u) + (i & 1u)], d);
+}
+//@end
+//@if WQ4K
+// Piece i of the step's Q4_K weight tile: row i / 2, weights 16 (i % 2) .. of the step's 32,
+// sub-block s of its block: nibble s % 2 of qs bytes 32 (s / 2) + 16 (i % 2) .. (formats/q4_k.wgsl),
+// shifted down here, and (d * scale, dmin * min) of the sub-block (k4_scale's maths). Rows are
+// whole blocks of 256: the step is never past the row.
+struct Q4K { q: vec4<u32>, s: vec2<f32> }
+
+fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> Q4K {
+  let m = i / 2u;
+  if (i >= BM * 2u || m0 + m >= p.rows) { return Q4K(vec4<u32>(0u), vec2<f32>(0.0)); }
+  let v = ((m0 + m) * row_bytes) / 16u + 9u * (k0 / 256u);
+  let s = (k0 % 256u) / 32u;
+  let h = W4[v];
+  let sm = scale_min_k4(s & ~1u, h.y, h.z, h.w);
+  let sc = unpack2x16float(h.x) * vec2<f32>(select(sm.xy, sm.zw, (s & 1u) == 1u));
+  return Q4K(W4[v + 1u + (s & ~1u) + (i & 1u)] >> vec4<u32>(4u * (s & 1u)), sc);
+}
+//@end
+//@if !WV
+fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> vec4<f32> {
+  return tile_w(i, k0, m0, row_bytes, BM);
+}
+//@end
 
 // Piece i of the step's activation halves (8 of them: token row i / 4 of the tile, halves
 // k0 + 8 (i % 4) ..) is at this index of X and XL; past the tile or the batch it reads as zeros.
@@ -110,12 +193,23 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   var c11 = coop_mat16x16<f32, C>();
   // The next step's runs and pieces are loaded into registers while this step's tiles are
   // multiplied (software pipelining, as matmul.wgsl): their latency overlaps the matrix units'.
+//@if !WV
   var wr: array<vec4<f32>, NW>;
+//@end
+//@if WQ8
+  var wr: array<Q8, NW>;
+//@end
+//@if WQ4K
+  var wr: array<Q4K, NW>;
+//@end
+//@if WP
+  var wr: array<vec4<u32>, NW>;
+//@end
   var xh: array<vec4<u32>, NX>;
 //@if SPLIT
   var xl: array<vec4<u32>, NX>;
 //@end
-  for (var r = 0u; r < NW; r++) { wr[r] = tile_w(li + r * WG, 0u, m0, row_bytes, BM); }
+  for (var r = 0u; r < NW; r++) { wr[r] = weights(li + r * WG, 0u, m0, row_bytes); }
   for (var r = 0u; r < NX; r++) {
     xh[r] = x_hi(li + r * WG, 0u, n0, b, ldx8);
 //@if SPLIT
@@ -123,10 +217,44 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
 //@end
   }
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
+//@if !WV
     for (var r = 0u; r < NW; r++) {
       let i = li + r * WG;
       if (i < BM * 8u) { stash(wr[r], (i / 8u) * L4 + i % 8u, SPLIT >= 2u); }
     }
+//@end
+//@if WQ8
+    for (var r = 0u; r < NW; r++) {
+      let i = li + r * WG;
+      if (i < BM * 2u) {
+        for (var j = 0u; j < 4u; j++) {
+          let q = (vec4<i32>(bitcast<i32>(wr[r].q[j])) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+          stash(vec4<f32>(q) * wr[r].d, (i / 2u) * L4 + 4u * (i % 2u) + j, SPLIT >= 2u);
+        }
+      }
+    }
+//@end
+//@if WQ4K
+    for (var r = 0u; r < NW; r++) {
+      let i = li + r * WG;
+      if (i < BM * 2u) {
+        for (var j = 0u; j < 4u; j++) {
+          let n = vec4<f32>(unpack4xU8(wr[r].q[j] & 0x0f0f0f0fu));
+          stash(wr[r].s.x * n - wr[r].s.y, (i / 2u) * L4 + 4u * (i % 2u) + j, SPLIT >= 2u);
+        }
+      }
+    }
+//@end
+//@if WP
+    for (var r = 0u; r < NW; r++) {
+      let i = li + r * WG;
+      let o = (i / 4u) * L4 + 2u * (i % 4u);
+      if (i < BM * 4u) {
+        Th[o] = halves4(wr[r], 0u);
+        Th[o + 1u] = halves4(wr[r], 1u);
+      }
+    }
+//@end
     for (var r = 0u; r < NX; r++) {
       let i = li + r * WG;
       let o = (BM + i / 4u) * L4 + 2u * (i % 4u);
@@ -134,14 +262,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
         Th[o] = halves4(xh[r], 0u);
         Th[o + 1u] = halves4(xh[r], 1u);
 //@if SPLIT
-        Tl[o] = halves4(xl[r], 0u);
-        Tl[o + 1u] = halves4(xl[r], 1u);
+        Tl[o - TL0 * L4] = halves4(xl[r], 0u);
+        Tl[o - TL0 * L4 + 1u] = halves4(xl[r], 1u);
 //@end
       }
     }
     workgroupBarrier();
     if (k0 + BK < p.cols) {
-      for (var r = 0u; r < NW; r++) { wr[r] = tile_w(li + r * WG, k0 + BK, m0, row_bytes, BM); }
+      for (var r = 0u; r < NW; r++) { wr[r] = weights(li + r * WG, k0 + BK, m0, row_bytes); }
       for (var r = 0u; r < NX; r++) {
         xh[r] = x_hi(li + r * WG, k0 + BK, n0, b, ldx8);
 //@if SPLIT
@@ -159,8 +287,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       c10 = coopMultiplyAdd(a1, b0, c10);
       c11 = coopMultiplyAdd(a1, b1, c11);
 //@if SPLIT
-      let l0 = coopLoad<coop_mat16x16<f16, B>>(&Tl[nt * L4 + k / 4u], L4);
-      let l1 = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt + 16u) * L4 + k / 4u], L4);
+      let l0 = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt - TL0) * L4 + k / 4u], L4);
+      let l1 = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt + 16u - TL0) * L4 + k / 4u], L4);
       c00 = coopMultiplyAdd(a0, l0, c00);
       c01 = coopMultiplyAdd(a0, l1, c01);
       c10 = coopMultiplyAdd(a1, l0, c10);

@@ -80,6 +80,12 @@ pub struct Tuning {
     pub coop: bool,
     /// The matrix-unit matmul's tile and precision ([`crate::kernels::CoopTile`]).
     pub coop_tile: crate::kernels::CoopTile,
+    /// The matrix-unit matmul reads regrouped Q8_0 and Q4_K weights as 16-byte pieces too
+    /// ([`crate::kernels::CoopTile::pieces`]; F16's always are). Off by default: on an H200,
+    /// pp512 of the Llama-3.2-1B shape 14.2k -> 19.6k tok/s (Q8_0) and 14.35k -> 17.5k (Q4_K_M),
+    /// and `tests/reference.rs` passes run one test at a time, but twice its parallel run
+    /// stalled (BENCHMARKS.md v16), not yet explained.
+    pub coop_quant_pieces: bool,
     /// Append the matrix-unit matmul's split ops ([`crate::split`]) without [`Tuning::coop`]
     /// too (their halves then go unread; needs `SHADER_F16`): for tests of the program's op
     /// order on devices without matrix units.
@@ -177,6 +183,7 @@ impl Gpu {
                 splits: None,
                 coop: false,
                 coop_tile: crate::kernels::CoopTile::DEFAULT,
+                coop_quant_pieces: false,
                 split_without_coop: false,
                 cpu_tile: None,
                 cpu_attention: false,

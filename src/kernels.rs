@@ -278,32 +278,44 @@ pub struct CoopTile {
     pub bn: u32,
     /// 0, 1 or 2: f16 halves per operand beyond the first (above).
     pub split: u32,
+    /// Weights in rows of whole 16-byte pieces, loaded a piece at a time (`WV`: F16 rows a
+    /// multiple of 8 wide, 8 halves straight into the tiles; Q8_0 rows of 256k, regrouped, and
+    /// Q4_K, 16 weights); set by [`CoopTile::for_format`].
+    pub pieces: bool,
 }
 
 impl CoopTile {
     /// 64 x 128 (8 subgroups), weights and activations each split in two f16 halves: at split 2
     /// on an H200 the fastest of 64x64, 128x64 and 64x128, pp512 of the Llama-3.2-1B shape in
     /// Q8_0: 11.0k, 11.0k, 12.3k tok/s (`bench --coop-tile`; split 0, inexact: 14.9k at 128x64).
-    pub const DEFAULT: CoopTile = CoopTile { bm: 64, bn: 128, split: 2 };
+    pub const DEFAULT: CoopTile = CoopTile { bm: 64, bn: 128, split: 2, pieces: false };
 
     /// The smaller tile a linear op falls back to when this one makes too few workgroups.
-    pub const SMALL: CoopTile = CoopTile { bm: 64, bn: 64, split: 2 };
+    pub const SMALL: CoopTile = CoopTile { bm: 64, bn: 64, split: 2, pieces: false };
 
-    /// This tile for weights of format `ty`: F16 and BF16 weights are exact in f16 after
-    /// `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are zero and
-    /// skipped.
-    pub fn for_format(self, ty: GgmlType) -> CoopTile {
+    /// This tile for `cols`-wide weights of format `ty`: F16 and BF16 weights are exact in f16
+    /// after `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are
+    /// zero and skipped; F16 rows of whole 16-byte pieces take [`CoopTile::pieces`], and with
+    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) regrouped Q8_0 rows and Q4_K.
+    pub fn for_format(self, ty: GgmlType, cols: u32, quant_pieces: bool) -> CoopTile {
+        let quant = quant_pieces && ((ty == GgmlType::Q8_0 && crate::repack::regrouped(ty, cols)) || ty == GgmlType::Q4_K);
+        let pieces = (ty == GgmlType::F16 && cols % 8 == 0) || quant;
         if matches!(ty, GgmlType::F16 | GgmlType::BF16) {
-            CoopTile { split: self.split.min(1), ..self }
+            CoopTile { split: self.split.min(1), pieces, ..self }
         } else {
-            self
+            CoopTile { pieces, ..self }
         }
     }
 
-    /// Workgroup memory in bytes: the f16 tiles ((BM + BN) rows of 40), twice with a split, and
-    /// a 16 x 16 f32 result tile per subgroup.
+    /// Workgroup memory in bytes: the f16 tiles (BM + BN rows of 40), the remainders' (split 1:
+    /// the activations' BN rows; split 2: BM + BN), and a 16 x 16 f32 result tile per subgroup.
     pub fn shared_bytes(&self) -> u32 {
-        (self.bm + self.bn) * 40 * 2 * (1 + (self.split > 0) as u32) + self.bm * self.bn
+        let remainder_rows = match self.split {
+            0 => 0,
+            1 => self.bn,
+            _ => self.bm + self.bn,
+        };
+        (self.bm + self.bn + remainder_rows) * 40 * 2 + self.bm * self.bn
     }
 
     /// Threads per workgroup.
@@ -321,8 +333,8 @@ impl std::str::FromStr for CoopTile {
         let (tile, split) = s.split_once('/').ok_or_else(bad)?;
         let (bm, bn) = tile.split_once('x').ok_or_else(bad)?;
         let num = |p: &str| p.trim().parse::<u32>().map_err(|_| bad());
-        let t = CoopTile { bm: num(bm)?, bn: num(bn)?, split: num(split)? };
-        let CoopTile { bm, bn, split } = t;
+        let t = CoopTile { bm: num(bm)?, bn: num(bn)?, split: num(split)?, pieces: false };
+        let CoopTile { bm, bn, split, .. } = t;
         if bm == 0 || bn == 0 || bm % 32 != 0 || bn % 32 != 0 || t.threads() > 256 || split > 2 {
             return Err(bad());
         }
@@ -581,7 +593,7 @@ impl PipelineKey {
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
             Geometry::CpuTile(t) => s += &format!(" {t}"),
-            Geometry::Coop(t) => s += &format!(" {}x{}/{}", t.bm, t.bn, t.split),
+            Geometry::Coop(t) => s += &format!(" {}x{}/{}{}", t.bm, t.bn, t.split, if t.pieces { " wp" } else { "" }),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
             Geometry::AttentionTiled { head_dim, bkv, .. } => s += &format!(" hd{head_dim} bkv{bkv}"),
@@ -718,8 +730,8 @@ pub fn compose(key: &PipelineKey) -> String {
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
         s += &unroll(include_str!("../shaders/formats/common.wgsl"), &shared);
         s += "\n";
-        // The 16-byte pieces only where they are read: they use the `W4` view that only the
-        // matrix-vector kernel's WIDE form declares.
+        // The format's 16-byte pieces only where they are read: they use the `W4` view that
+        // the matrix-vector kernel's WIDE form declares (matmul_coop reads its pieces itself).
         let wide = matches!(key.geometry, Geometry::Rows { wide: true, .. }) && key.kernel == Kernel::Matvec;
         let src = format_source(ty);
         s += if wide { src } else { src.split("\n//@pieces\n").next().unwrap_or_default() };
@@ -795,7 +807,20 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         Geometry::NormRows { rows } => vec![("ROWS", rows)],
         Geometry::Combine { quant } => vec![("QUANT", quant as u32)],
         // The remainders: SPLIT (the activations', split >= 1), WLO (the weights', split 2).
-        Geometry::Coop(t) => vec![("SPLIT", t.split), ("WLO", (t.split >= 2) as u32), ("XH", 1)],
+        Geometry::Coop(t) => {
+            let wv = t.pieces && matches!(key.format, Some(GgmlType::F16 | GgmlType::Q8_0 | GgmlType::Q4_K));
+            let is = |ty| (wv && key.format == Some(ty)) as u32;
+            vec![
+                ("SPLIT", t.split),
+                // (F16's remainders are zero: its pieces never write them.)
+                ("WLO", (t.split >= 2 && is(GgmlType::F16) == 0) as u32),
+                ("XH", 1),
+                ("WV", wv as u32),
+                ("WP", is(GgmlType::F16)),
+                ("WQ8", is(GgmlType::Q8_0)),
+                ("WQ4K", is(GgmlType::Q4_K)),
+            ]
+        }
         _ => vec![],
     }
 }

@@ -335,8 +335,8 @@ impl Builder<'_> {
         // The matrix-matrix kernel's large tile and, where it is larger, the small one (the
         // portable tile; with matrix units, 64 x 64 at the same precision).
         let (large, small) = if coop {
-            let t = self.gpu.tuning().coop_tile.for_format(w.ty);
-            let s = crate::kernels::CoopTile { split: t.split, ..crate::kernels::CoopTile::SMALL };
+            let t = self.gpu.tuning().coop_tile.for_format(w.ty, w.cols, self.gpu.tuning().coop_quant_pieces);
+            let s = crate::kernels::CoopTile { split: t.split, pieces: t.pieces, ..crate::kernels::CoopTile::SMALL };
             (Geometry::Coop(t), (s.bm * s.bn < t.bm * t.bn).then_some(Geometry::Coop(s)))
         } else {
             let t = self.gpu.tuning().tile;

@@ -272,7 +272,8 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
         4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (0, Tile::LARGE, 0, None, false),
         5 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
         6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles) = (0, true, 0),
-        _ => (t.matvec_max_tokens, t.coop, t.coop_tile) = (0, true, CoopTile { bm: 64, bn: 64, ..CoopTile::DEFAULT }),
+        // (With Q8_0's and Q4_K's pieces, which are off by default.)
+        _ => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (0, true, CoopTile { bm: 64, bn: 64, ..CoopTile::DEFAULT }, true),
     }
     if let Some(c) = cap {
         g.cap_binding(c);

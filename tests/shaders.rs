@@ -46,11 +46,15 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
             ],
             Kernel::MatvecExp | Kernel::MoeDown => vec![Geometry::rows(1, 1), Geometry::rows(16, 1), Geometry::rows(64, 8)],
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
+            // Each tile at each split, with the weights as runs and (F16, Q8_0, Q4_K) as pieces.
             Kernel::MatmulCoop => [0, 1, 2]
                 .into_iter()
                 .flat_map(|split| {
-                    [CoopTile::DEFAULT, CoopTile::SMALL, CoopTile { bm: 128, bn: 64, split: 0 }, CoopTile { bm: 32, bn: 256, split: 0 }]
-                        .map(|t| Geometry::Coop(CoopTile { split, ..t }))
+                    let wide = CoopTile { bm: 128, bn: 64, ..CoopTile::DEFAULT };
+                    let tall = CoopTile { bm: 32, bn: 256, ..CoopTile::DEFAULT };
+                    [CoopTile::DEFAULT, CoopTile::SMALL, wide, tall]
+                        .into_iter()
+                        .flat_map(move |t| [false, true].map(|pieces| Geometry::Coop(CoopTile { split, pieces, ..t })))
                 })
                 .collect(),
             Kernel::MatmulCpu => vec![

@@ -3,7 +3,8 @@
 // weight 64c + l is the low nibble of qs[32c + l], weight 64c + 32 + l the high one, with the
 // 6-bit scale/min pairs 2c and 2c + 1 of get_scale_min_k4 (k4_scale, common.wgsl); value
 // (d * sc) * q - dmin * m (ggml-quants.c dequantize_row_q4_K). Blocks are word aligned; CHUNK 64
-// loads each qs byte once. (Interface: common.wgsl.)
+// loads each qs byte once. matmul_coop.wgsl's WQ4K reads this layout too. (Interface:
+// common.wgsl.)
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 144u;
 const GROUP: u32 = 32u;

@@ -4,7 +4,7 @@
 // being their qs (256 bytes) then their d values (16 bytes), so that every qs starts on a word
 // and every group on a 16-byte boundary (the pieces below). Other rows keep the file's layout,
 // whose blocks alternate between word aligned and 2 bytes in (`ld`). Which one: row_cols().
-// (Interface: common.wgsl.)
+// matmul_coop.wgsl's WQ8 reads the regrouped layout too. (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 32u;
 const BLOCK_BYTES: u32 = 34u;
 const GROUP: u32 = 32u;

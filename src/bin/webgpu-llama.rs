@@ -222,6 +222,11 @@ mod cli {
         /// format; 0 and 1 on other weights are outside it; default 64x128/2).
         #[arg(long)]
         coop_tile: Option<String>,
+        /// The matrix-unit matmul reads Q8_0 (rows of 256k) and Q4_K weights as 16-byte pieces, as
+        /// it does F16's: on / off, alone: on (default: off; faster, not yet the default: see
+        /// BENCHMARKS.md v16).
+        #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+        coop_quant_pieces: Option<bool>,
     }
 
     impl Choices {
@@ -335,6 +340,9 @@ mod cli {
                     .into());
                 }
                 gpu.tuning_mut().coop_tile = t;
+            }
+            if let Some(q) = self.coop_quant_pieces {
+                gpu.tuning_mut().coop_quant_pieces = q;
             }
             Ok(())
         }
