@@ -6,22 +6,22 @@
 // matmul.wgsl when gpu::Tuning::coop is set, which needs 16x16x16 f16 x f16 -> f32 matrices and
 // 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens), `SGM, SGN`
 // (BM / 32, BN / 32), `SPLIT` (kernels::CoopTile: 0, 1 or 2) and, where the weights' rows are
-// whole 16-byte pieces, `WV` with `WP` (F16), `WQ8` (Q8_0, regrouped) or `WQ4K` (Q4_K) (below).
+// whole 16-byte pieces, `WV` with `WP` (F16) or `WQ` and `WQ8` (Q8_0, regrouped) or `WQ4K`
+// (Q4_K) (below).
 //
 // A workgroup of SGM x SGN subgroups computes BM x BN outputs, each subgroup a 32 x 32 block as
 // 2 x 2 f32 accumulator tiles of 16 x 16. Each step over K = BK columns decodes the BM x BK
 // weights once with the format's dq4 (ggml's exact f32 values; WV: from 16-byte pieces, below)
 // into workgroup memory as f16, copies the BN x BK activation halves beside them (split.wgsl
 // converted them once per op, not once per workgroup of weight rows), then multiplies tile by
-// tile. f16 keeps 11 bits of an
-// f32: with SPLIT >= 1 the activations come as two halves, x = hi + lo (hi rounded to 11 bits,
-// lo = f16(x - hi)), and each product is taken twice; with SPLIT 2 the weights too, and w x =
-// hi hi + hi lo + lo hi, after Ootomo and Yokota 2022 ("Recovering single precision accuracy
-// from Tensor Cores while surpassing the FP32 theoretical peak performance"), without their
-// scaling of lo (small remainders are f16 subnormals and lose bits) or their separate
-// accumulators (which cost speed here): on the references 1e-5 to 6e-5 from the f64 logits
-// against the f32 kernel's 6e-6 to 1.2e-5 (BENCHMARKS.md v9). |v| above 65504 would become
-// infinite. Without a split this is the precision of llama.cpp's matrix-unit paths.
+// tile. f16 keeps 11 bits of an f32: with SPLIT >= 1 the activations come as two halves, x = hi +
+// lo (hi rounded to 11 bits, lo = f16(x - hi)), and each product is taken twice; with SPLIT 2 the
+// weights too, and w x = hi hi + hi lo + lo hi, after Ootomo and Yokota 2022 ("Recovering single
+// precision accuracy from Tensor Cores while surpassing the FP32 theoretical peak performance"),
+// without their scaling of lo (small remainders are f16 subnormals and lose bits) or their separate
+// accumulators (which cost speed here): on the references 1e-5 to 6e-5 from the f64 logits against
+// the f32 kernel's 6e-6 to 1.2e-5 (BENCHMARKS.md v9). |v| above 65504 would become infinite.
+// Without a split this is the precision of llama.cpp's matrix-unit paths.
 // Accumulation is f32.
 const BK: u32 = 32u;
 // Row stride of the f16 tiles in workgroup memory, in vec4<f16>s (10: 80 bytes, which keeps
@@ -36,10 +36,10 @@ const WG: u32 = 32u * SGM * SGN;
 // WV: weights whose rows are whole 16-byte pieces (every part is a buffer of its own, so they
 // are aligned), read through this view of W's binding (the kernel then reads W only through
 // it), one load where linear.wgsl's runs take four: WP, F16, 8 halves a load stored as they are
-// (no f32 round trip); WQ8, Q8_0 rows regrouped (formats/q8_0.wgsl), 16 weights a load and
-// the group's d from a second; WQ4K, Q4_K (blocks of 9 vec4s), 16 weights' nibbles a load and
-// the block's header (d, dmin, scales) from a second. Staging the weights bounded this kernel: F16 pp512 of the
-// Llama-3.2-1B shape went from 13.6k to 26.0k tok/s with WP (BENCHMARKS.md v16).
+// (no f32 round trip); WQ, 16 quantised weights a load and their scales from a second, decoded
+// to f32 and split as the runs are: WQ8, Q8_0 rows regrouped (formats/q8_0.wgsl), WQ4K, Q4_K
+// (blocks of 9 vec4s). Staging the weights bounded this kernel: F16 pp512 of the Llama-3.2-1B
+// shape went from 13.6k to 26.0k tok/s with WP (BENCHMARKS.md v16).
 //@if WV
 @group(0) @binding(2) var<storage, read> W4: array<vec4<u32>>;
 //@end
@@ -66,10 +66,7 @@ const NW: u32 = (BM * 8u + WG - 1u) / WG;
 //@if WP
 const NW: u32 = (BM * 4u + WG - 1u) / WG;
 //@end
-//@if WQ8
-const NW: u32 = (BM * 2u + WG - 1u) / WG;
-//@end
-//@if WQ4K
+//@if WQ
 const NW: u32 = (BM * 2u + WG - 1u) / WG;
 //@end
 const NX: u32 = (BN * 4u + WG - 1u) / WG;
@@ -101,33 +98,44 @@ fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> vec4<u32> {
 // Piece i of the step's Q8_0 weight tile: row i / 2, half i % 2 of the step's block (16 signed
 // bytes q, weights d q), in a group of 8 blocks' qs (16 vec4s) and their d values (1 vec4).
 // Rows of 256k weights: the step is never past the row.
-struct Q8 { q: vec4<u32>, d: f32 }
+struct QPiece { q: vec4<u32>, d: f32 }
 
-fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> Q8 {
+fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> QPiece {
   let m = i / 2u;
-  if (i >= BM * 2u || m0 + m >= p.rows) { return Q8(vec4<u32>(0u), 0.0); }
+  if (i >= BM * 2u || m0 + m >= p.rows) { return QPiece(vec4<u32>(0u), 0.0); }
   let b = k0 / 32u;
   let g = ((m0 + m) * row_bytes) / 16u + 17u * (b >> 3u);
   let d = unpack2x16float(W4[g + 16u][(b & 7u) >> 1u])[b & 1u];
-  return Q8(W4[g + 2u * (b & 7u) + (i & 1u)], d);
+  return QPiece(W4[g + 2u * (b & 7u) + (i & 1u)], d);
+}
+
+// Weights 4j .. 4j + 4 of piece w.
+fn qdq(w: QPiece, j: u32) -> vec4<f32> {
+  let q = (vec4<i32>(bitcast<i32>(w.q[j])) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+  return vec4<f32>(q) * w.d;
 }
 //@end
 //@if WQ4K
 // Piece i of the step's Q4_K weight tile: row i / 2, weights 16 (i % 2) .. of the step's 32,
-// sub-block s of its block: nibble s % 2 of qs bytes 32 (s / 2) + 16 (i % 2) .. (formats/q4_k.wgsl),
-// shifted down here, and (d * scale, dmin * min) of the sub-block (k4_scale's maths). Rows are
-// whole blocks of 256: the step is never past the row.
-struct Q4K { q: vec4<u32>, s: vec2<f32> }
+// sub-block s of its block: nibble s % 2 of qs bytes 32 (s / 2) + 16 (i % 2) ..
+// (formats/q4_k.wgsl), shifted down here, and (d * scale, dmin * min) of the sub-block
+// (k4_scale's maths). Rows are whole blocks of 256: the step is never past the row.
+struct QPiece { q: vec4<u32>, s: vec2<f32> }
 
-fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> Q4K {
+fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> QPiece {
   let m = i / 2u;
-  if (i >= BM * 2u || m0 + m >= p.rows) { return Q4K(vec4<u32>(0u), vec2<f32>(0.0)); }
+  if (i >= BM * 2u || m0 + m >= p.rows) { return QPiece(vec4<u32>(0u), vec2<f32>(0.0)); }
   let v = ((m0 + m) * row_bytes) / 16u + 9u * (k0 / 256u);
   let s = (k0 % 256u) / 32u;
   let h = W4[v];
   let sm = scale_min_k4(s & ~1u, h.y, h.z, h.w);
   let sc = unpack2x16float(h.x) * vec2<f32>(select(sm.xy, sm.zw, (s & 1u) == 1u));
-  return Q4K(W4[v + 1u + (s & ~1u) + (i & 1u)] >> vec4<u32>(4u * (s & 1u)), sc);
+  return QPiece(W4[v + 1u + (s & ~1u) + (i & 1u)] >> vec4<u32>(4u * (s & 1u)), sc);
+}
+
+// Weights 4j .. 4j + 4 of piece w.
+fn qdq(w: QPiece, j: u32) -> vec4<f32> {
+  return w.s.x * vec4<f32>(unpack4xU8(w.q[j] & 0x0f0f0f0fu)) - w.s.y;
 }
 //@end
 //@if !WV
@@ -196,11 +204,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
 //@if !WV
   var wr: array<vec4<f32>, NW>;
 //@end
-//@if WQ8
-  var wr: array<Q8, NW>;
-//@end
-//@if WQ4K
-  var wr: array<Q4K, NW>;
+//@if WQ
+  var wr: array<QPiece, NW>;
 //@end
 //@if WP
   var wr: array<vec4<u32>, NW>;
@@ -223,25 +228,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       if (i < BM * 8u) { stash(wr[r], (i / 8u) * L4 + i % 8u, SPLIT >= 2u); }
     }
 //@end
-//@if WQ8
+//@if WQ
     for (var r = 0u; r < NW; r++) {
       let i = li + r * WG;
       if (i < BM * 2u) {
-        for (var j = 0u; j < 4u; j++) {
-          let q = (vec4<i32>(bitcast<i32>(wr[r].q[j])) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
-          stash(vec4<f32>(q) * wr[r].d, (i / 2u) * L4 + 4u * (i % 2u) + j, SPLIT >= 2u);
-        }
-      }
-    }
-//@end
-//@if WQ4K
-    for (var r = 0u; r < NW; r++) {
-      let i = li + r * WG;
-      if (i < BM * 2u) {
-        for (var j = 0u; j < 4u; j++) {
-          let n = vec4<f32>(unpack4xU8(wr[r].q[j] & 0x0f0f0f0fu));
-          stash(wr[r].s.x * n - wr[r].s.y, (i / 2u) * L4 + 4u * (i % 2u) + j, SPLIT >= 2u);
-        }
+        let o = (i / 2u) * L4 + 4u * (i % 2u);
+        for (var j = 0u; j < 4u; j++) { stash(qdq(wr[r], j), o + j, SPLIT >= 2u); }
       }
     }
 //@end

@@ -817,6 +817,8 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("XH", 1),
                 ("WV", wv as u32),
                 ("WP", is(GgmlType::F16)),
+                // The quantised pieces (one loop, a decoder per format).
+                ("WQ", is(GgmlType::Q8_0) | is(GgmlType::Q4_K)),
                 ("WQ8", is(GgmlType::Q8_0)),
                 ("WQ4K", is(GgmlType::Q4_K)),
             ]
