@@ -6,8 +6,8 @@
 // matmul.wgsl when gpu::Tuning::coop is set, which needs 16x16x16 f16 x f16 -> f32 matrices and
 // 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens), `SGM, SGN`
 // (BM / 32, BN / 32), `SPLIT` (kernels::CoopTile: 0, 1 or 2) and, where the weights' rows are
-// whole 16-byte pieces, `WV` with `WP` (F16) or `WQ` and `WQ8` (Q8_0, regrouped) or `WQ4K`
-// (Q4_K) (below).
+// whole 16-byte pieces, `WV` with `WP` (F16) or `WQ` and `WQ8` (Q8_0, regrouped), `WQ4K`
+// (Q4_K) or `WQ6K` (Q6_K, regrouped) (below).
 //
 // A workgroup of SGM x SGN subgroups computes BM x BN outputs, each subgroup a 32 x 32 block as
 // 2 x 2 f32 accumulator tiles of 16 x 16. Each step over K = BK columns decodes the BM x BK
@@ -38,8 +38,9 @@ const WG: u32 = 32u * SGM * SGN;
 // it), one load where linear.wgsl's runs take four: WP, F16, 8 halves a load stored as they are
 // (no f32 round trip); WQ, 16 quantised weights a load and their scales from a second, decoded
 // to f32 and split as the runs are: WQ8, Q8_0 rows regrouped (formats/q8_0.wgsl), WQ4K, Q4_K
-// (blocks of 9 vec4s). Staging the weights bounded this kernel: F16 pp512 of the Llama-3.2-1B
-// shape went from 13.6k to 26.0k tok/s with WP (BENCHMARKS.md v16).
+// (blocks of 9 vec4s), WQ6K, Q6_K rows regrouped (formats/q6_k.wgsl). Staging the weights
+// bounded this kernel: pp512 of the Llama-3.2-1B shape went from 13.6k to 26.0k tok/s (F16, WP;
+// BENCHMARKS.md v16) and from 14.4k to 21.4k (Q4_K_M, WQ4K and WQ6K; v17).
 //@if WV
 @group(0) @binding(2) var<storage, read> W4: array<vec4<u32>>;
 //@end
@@ -136,6 +137,36 @@ fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> QPiece {
 // Weights 4j .. 4j + 4 of piece w.
 fn qdq(w: QPiece, j: u32) -> vec4<f32> {
   return w.s.x * vec4<f32>(unpack4xU8(w.q[j] & 0x0f0f0f0fu)) - w.s.y;
+}
+//@end
+//@if WQ6K
+// Piece i of the step's Q6_K weight tile: row i / 2, weights l0 = 16 (i % 2) .. of the step's
+// 32, which are run k of half n of block b (formats/q6_k.wgsl): nibble k / 2 of ql bytes
+// 64n + 32 (k % 2) + l0 .., bits 2k of qh bytes 128 + 32n + l0 .., scale 8n + i % 2 + 2k and the
+// group's d, in rows of 2048k regrouped (groups of 8 blocks of 13 vec4s, then their d values).
+// Here the 6-bit values (one a byte) and d * scale; the step is never past the row.
+struct QPiece { q: vec4<u32>, d: f32 }
+
+fn weights(i: u32, k0: u32, m0: u32, row_bytes: u32) -> QPiece {
+  let m = i / 2u;
+  if (i >= BM * 2u || m0 + m >= p.rows) { return QPiece(vec4<u32>(0u), 0.0); }
+  let b = k0 / 256u;
+  let n = (k0 / 128u) & 1u;
+  let k = (k0 / 32u) & 3u;
+  let h = i & 1u;
+  let g = ((m0 + m) * row_bytes) / 16u + 105u * (b >> 3u);
+  let v = g + 13u * (b & 7u);
+  let ql = (W4[v + 4u * n + 2u * (k & 1u) + h] >> vec4<u32>(4u * (k >> 1u))) & vec4<u32>(0x0f0f0f0fu);
+  let qh = (W4[v + 8u + 2u * n + h] >> vec4<u32>(2u * k)) & vec4<u32>(0x03030303u);
+  let si = 8u * n + h + 2u * k;
+  let sc = (bitcast<i32>(W4[v + 12u][si >> 2u]) << (24u - 8u * (si & 3u))) >> 24u;
+  let d = unpack2x16float(W4[g + 104u][(b & 7u) >> 1u])[b & 1u];
+  return QPiece(ql | (qh << vec4<u32>(4u)), d * f32(sc));
+}
+
+// Weights 4j .. 4j + 4 of piece w (dq4s's maths: (d * sc) * (q - 32)).
+fn qdq(w: QPiece, j: u32) -> vec4<f32> {
+  return w.d * (vec4<f32>(unpack4xU8(w.q[j])) - 32.0);
 }
 //@end
 //@if !WV

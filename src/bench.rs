@@ -297,7 +297,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             let tp = Instant::now();
             let next = match top {
                 Some(id) => id,
-                None => logits.iter().enumerate().fold((0, f32::MIN), |b, (j, &x)| if x > b.1 { (j, x) } else { b }).0 as u32,
+                None => crate::topk::argmax(&logits),
             };
             pick += tp.elapsed().as_secs_f64();
             // forward() split in two, to time the CPU side of a token on its own.

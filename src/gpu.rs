@@ -80,11 +80,10 @@ pub struct Tuning {
     pub coop: bool,
     /// The matrix-unit matmul's tile and precision ([`crate::kernels::CoopTile`]).
     pub coop_tile: crate::kernels::CoopTile,
-    /// The matrix-unit matmul reads regrouped Q8_0 and Q4_K weights as 16-byte pieces too
-    /// ([`crate::kernels::CoopTile::pieces`]; F16's always are). Off by default: on an H200,
-    /// pp512 of the Llama-3.2-1B shape 14.2k -> 19.6k tok/s (Q8_0) and 14.35k -> 17.5k (Q4_K_M),
-    /// and `tests/reference.rs` passes run one test at a time, but twice its parallel run
-    /// stalled (BENCHMARKS.md v16), not yet explained.
+    /// The matrix-unit matmul reads Q4_K and regrouped Q8_0 and Q6_K weights as 16-byte pieces
+    /// too ([`crate::kernels::CoopTile::pieces`]; F16's always are). On an H200, pp512 of the
+    /// Llama-3.2-1B shape 14.2k -> 19.6k tok/s (Q8_0) and 14.35k -> 17.5k (Q4_K_M, before Q6_K's
+    /// pieces; BENCHMARKS.md v16). Off: linear.wgsl's runs of 4, as every other format.
     pub coop_quant_pieces: bool,
     /// Append the matrix-unit matmul's split ops ([`crate::split`]) without [`Tuning::coop`]
     /// too (their halves then go unread; needs `SHADER_F16`): for tests of the program's op
@@ -183,7 +182,7 @@ impl Gpu {
                 splits: None,
                 coop: false,
                 coop_tile: crate::kernels::CoopTile::DEFAULT,
-                coop_quant_pieces: false,
+                coop_quant_pieces: true,
                 split_without_coop: false,
                 cpu_tile: None,
                 cpu_attention: false,
@@ -439,6 +438,12 @@ impl Gpu {
 
     /// Maps a MAP_READ buffer and copies its contents out.
     pub async fn map_read(&self, rb: &wgpu::Buffer) -> Result<Vec<u8>> {
+        self.map_read_with(rb, <[u8]>::to_vec).await
+    }
+
+    /// Maps a MAP_READ buffer and returns `f` of its bytes (one pass over the mapped memory: a
+    /// 512 KB logits row read once, not copied out and then converted).
+    pub async fn map_read_with<T>(&self, rb: &wgpu::Buffer, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         let (tx, rx) = futures_channel::oneshot::channel();
         rb.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
@@ -448,7 +453,7 @@ impl Gpu {
         rx.await
             .map_err(|_| Error::Gpu("the readback was dropped (device lost?)".into()))?
             .map_err(|e| Error::Gpu(format!("could not map the readback buffer: {e}")))?;
-        let data = rb.get_mapped_range(..).map_err(|e| Error::Gpu(format!("mapped range: {e}")))?.to_vec();
+        let data = f(&rb.get_mapped_range(..).map_err(|e| Error::Gpu(format!("mapped range: {e}")))?);
         rb.unmap();
         self.check()?;
         Ok(data)

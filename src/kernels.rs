@@ -279,8 +279,8 @@ pub struct CoopTile {
     /// 0, 1 or 2: f16 halves per operand beyond the first (above).
     pub split: u32,
     /// Weights in rows of whole 16-byte pieces, loaded a piece at a time (`WV`: F16 rows a
-    /// multiple of 8 wide, 8 halves straight into the tiles; Q8_0 rows of 256k, regrouped, and
-    /// Q4_K, 16 weights); set by [`CoopTile::for_format`].
+    /// multiple of 8 wide, 8 halves straight into the tiles; Q8_0 rows of 256k and Q6_K rows of
+    /// 2048k, regrouped, and Q4_K, 16 weights); set by [`CoopTile::for_format`].
     pub pieces: bool,
 }
 
@@ -296,9 +296,11 @@ impl CoopTile {
     /// This tile for `cols`-wide weights of format `ty`: F16 and BF16 weights are exact in f16
     /// after `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are
     /// zero and skipped; F16 rows of whole 16-byte pieces take [`CoopTile::pieces`], and with
-    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) regrouped Q8_0 rows and Q4_K.
+    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) regrouped Q8_0 and Q6_K rows and
+    /// Q4_K.
     pub fn for_format(self, ty: GgmlType, cols: u32, quant_pieces: bool) -> CoopTile {
-        let quant = quant_pieces && ((ty == GgmlType::Q8_0 && crate::repack::regrouped(ty, cols)) || ty == GgmlType::Q4_K);
+        let regrouped = matches!(ty, GgmlType::Q8_0 | GgmlType::Q6_K) && crate::repack::regrouped(ty, cols);
+        let quant = quant_pieces && (regrouped || ty == GgmlType::Q4_K);
         let pieces = (ty == GgmlType::F16 && cols % 8 == 0) || quant;
         if matches!(ty, GgmlType::F16 | GgmlType::BF16) {
             CoopTile { split: self.split.min(1), pieces, ..self }
@@ -808,7 +810,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         Geometry::Combine { quant } => vec![("QUANT", quant as u32)],
         // The remainders: SPLIT (the activations', split >= 1), WLO (the weights', split 2).
         Geometry::Coop(t) => {
-            let wv = t.pieces && matches!(key.format, Some(GgmlType::F16 | GgmlType::Q8_0 | GgmlType::Q4_K));
+            let wv = t.pieces && matches!(key.format, Some(GgmlType::F16 | GgmlType::Q8_0 | GgmlType::Q4_K | GgmlType::Q6_K));
             let is = |ty| (wv && key.format == Some(ty)) as u32;
             vec![
                 ("SPLIT", t.split),
@@ -818,9 +820,10 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("WV", wv as u32),
                 ("WP", is(GgmlType::F16)),
                 // The quantised pieces (one loop, a decoder per format).
-                ("WQ", is(GgmlType::Q8_0) | is(GgmlType::Q4_K)),
+                ("WQ", is(GgmlType::Q8_0) | is(GgmlType::Q4_K) | is(GgmlType::Q6_K)),
                 ("WQ8", is(GgmlType::Q8_0)),
                 ("WQ4K", is(GgmlType::Q4_K)),
+                ("WQ6K", is(GgmlType::Q6_K)),
             ]
         }
         _ => vec![],

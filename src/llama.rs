@@ -433,10 +433,10 @@ impl Llama {
 
     /// Reads a [`Pending`]'s logits and gives its buffer back.
     pub async fn read(&self, pending: Pending) -> Result<Vec<f32>> {
-        match self.gpu.map_read(&pending.buffer).await {
+        match self.gpu.map_read_with(&pending.buffer, bytemuck::pod_collect_to_vec).await {
             Ok(d) => {
                 self.recycle(pending);
-                Ok(bytemuck::pod_collect_to_vec(&d))
+                Ok(d)
             }
             Err(e) => {
                 pending.buffer.destroy();

@@ -250,8 +250,10 @@ const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 /// half the calls (`wide`, the formats that have them), 3 the tiled
 /// matrix-matrix kernel for every batch (portable tile), 4 the same with the large tile, 5 the
 /// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups), 6 the matrix-unit matmul
-/// for every batch (default tile and split precision), 7 the same with its 64 x 64 tile (6 and 7
-/// only where the device has cooperative matrices: [`variants`]); and, with `cap`, a binding cap.
+/// for every batch (default tile and split precision, quantised weights as runs of 4), 7 the same
+/// with its 64 x 64 tile and the 16-byte pieces of F16, Q4_K and regrouped Q8_0 and Q6_K (6 and
+/// 7 only where the device has cooperative matrices: [`variants`]); and, with `cap`, a binding
+/// cap.
 fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
     let t = g.tuning_mut();
@@ -271,8 +273,9 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
         3 => (t.matvec_max_tokens, t.tile, t.cpu_tile, t.coop) = (0, Tile::PORTABLE, None, false),
         4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (0, Tile::LARGE, 0, None, false),
         5 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
-        6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles) = (0, true, 0),
-        // (With Q8_0's and Q4_K's pieces, which are off by default.)
+        // The matrix-unit matmul: 6 with the quantised formats' weights as runs of 4, 7 (the 64
+        // x 64 tile) as 16-byte pieces where the format and width have them (the default).
+        6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (0, true, 0, false),
         _ => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (0, true, CoopTile { bm: 64, bn: 64, ..CoopTile::DEFAULT }, true),
     }
     if let Some(c) = cap {
@@ -299,6 +302,14 @@ fn check_format(ty: GgmlType) {
     let base = gpu(false);
     let nv = variants(&base, ty);
     let mut i = 0;
+    // The matrix-unit matmul's 16-byte pieces past its first workgroup of weight rows (67 rows:
+    // two of 64) and past a row's first group of 8 blocks (4096 columns: Q6_K's regrouped
+    // groups are 2048 wide), runs (6) and pieces (7), where the device has cooperative matrices.
+    if nv > 6 && matches!(ty, GgmlType::Q4_K | GgmlType::Q6_K | GgmlType::Q8_0) {
+        for v in 6..nv {
+            check_linear(&shaped(&base, v, 0, None), ty, 67, 4096, 70, 0, 0, &mut rng);
+        }
+    }
     for cols in widths(ty) {
         let row_bytes = ty.tensor_bytes(cols as u64).unwrap();
         let rows_list: &[u32] = if cols > 1024 { &[1, 5] } else { &[1, 3, 67] };

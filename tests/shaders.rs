@@ -46,7 +46,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
             ],
             Kernel::MatvecExp | Kernel::MoeDown => vec![Geometry::rows(1, 1), Geometry::rows(16, 1), Geometry::rows(64, 8)],
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],
-            // Each tile at each split, with the weights as runs and (F16, Q8_0, Q4_K) as pieces.
+            // Each tile at each split, with the weights as runs and (F16, Q8_0, Q4_K, Q6_K) as pieces.
             Kernel::MatmulCoop => [0, 1, 2]
                 .into_iter()
                 .flat_map(|split| {

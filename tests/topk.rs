@@ -20,6 +20,7 @@ fn sorted_top(logits: &[f32], k: usize) -> Vec<(u32, f32)> {
 
 fn check(llama: &Llama, name: &str, tokens: &[u32], pos: u32) {
     let full = block_on(llama.forward(tokens, pos)).unwrap();
+    assert_eq!(webgpu_llama::topk::argmax(&full), sorted_top(&full, 1)[0].0, "{name}: CPU argmax at position {pos}");
     for k in [1u32, 2, 40, 128] {
         let got = block_on(llama.forward_top_k(tokens, pos, k)).unwrap();
         let want = sorted_top(&full, k as usize);
@@ -85,4 +86,35 @@ fn greedy_decode_through_top_1_steps_matches_the_reference() {
     }
     assert_eq!(got, c.greedy, "greedy ids through top-1 steps");
     check(&llama, "after top-1 steps", &[*got.last().unwrap()], pos);
+}
+
+/// `topk::argmax` (the CLI's and the bench's CPU pick) against a stable descending sort: ties
+/// go to the lower id (within a 16-wide chunk and across chunks), lengths not a multiple of 16,
+/// the maximum in the tail, NaN never wins, all -inf gives 0.
+#[test]
+fn cpu_argmax_matches_the_sorted_logits() {
+    let mut seed = 7u32;
+    let mut rnd = || {
+        seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+        (seed >> 8) as f32 / (1u32 << 24) as f32
+    };
+    for n in [1usize, 15, 16, 17, 33, 1000, 49152, 128256] {
+        let mut v: Vec<f32> = (0..n).map(|_| rnd() * 8.0 - 4.0).collect();
+        let want = sorted_top(&v, 1)[0].0;
+        assert_eq!(webgpu_llama::topk::argmax(&v), want, "n {n}");
+        // A tie at the maximum: the lower id wins, in another chunk and in the same one.
+        if n > 40 {
+            let m = v[want as usize];
+            for other in [want as usize + 1, (want as usize + 20) % n, (want as usize + n - 20) % n] {
+                let mut t = v.clone();
+                t[other % n] = m;
+                assert_eq!(webgpu_llama::topk::argmax(&t), sorted_top(&t, 1)[0].0, "n {n}, tie at {other}");
+            }
+        }
+        // The maximum in the tail past the last full chunk, and a NaN before it.
+        v[n - 1] = 9.0;
+        v[0] = f32::NAN;
+        assert_eq!(webgpu_llama::topk::argmax(&v), (n - 1) as u32 * u32::from(n > 1), "n {n}, tail");
+    }
+    assert_eq!(webgpu_llama::topk::argmax(&[f32::NEG_INFINITY; 40]), 0);
 }

@@ -222,9 +222,9 @@ mod cli {
         /// format; 0 and 1 on other weights are outside it; default 64x128/2).
         #[arg(long)]
         coop_tile: Option<String>,
-        /// The matrix-unit matmul reads Q8_0 (rows of 256k) and Q4_K weights as 16-byte pieces, as
-        /// it does F16's: on / off, alone: on (default: off; faster, not yet the default: see
-        /// BENCHMARKS.md v16).
+        /// The matrix-unit matmul reads Q4_K, Q8_0 (rows of 256k) and Q6_K (rows of 2048k) weights
+        /// as 16-byte pieces, as it does F16's: on / off, alone: on (default: on; off: the runs of
+        /// 4 that every other format takes).
         #[arg(long, num_args = 0..=1, default_missing_value = "true")]
         coop_quant_pieces: Option<bool>,
     }
@@ -392,10 +392,6 @@ mod cli {
         Ok(Mapped(map))
     }
 
-    fn argmax(v: &[f32]) -> u32 {
-        v.iter().enumerate().fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &x)| if x > bv { (i, x) } else { (bi, bv) }).0 as u32
-    }
-
     fn top_k(v: &[f32], k: usize) -> Vec<(u32, f32)> {
         let mut idx: Vec<u32> = (0..v.len() as u32).collect();
         idx.sort_by(|&a, &b| v[b as usize].total_cmp(&v[a as usize]).then(a.cmp(&b)));
@@ -511,7 +507,7 @@ mod cli {
                 let mut out = Vec::new();
                 let t2 = Instant::now();
                 for i in 0..n {
-                    let next = argmax(&logits);
+                    let next = webgpu_llama::topk::argmax(&logits);
                     out.push(next);
                     if i + 1 < n {
                         logits = llama.forward(&[next], tokens.len() as u32 + i).await?;
