@@ -3,7 +3,7 @@
 // unnormalised output a_s, o = sum_s a_s exp(m_s - M) / sum_s l_s exp(m_s - M), M = max over the
 // splits that saw a key. Bindings: 0 {n_heads, head_dim, o_stride}, 1 step {n_tokens, splits},
 // 2 partials [split][token][head][head_dim + 2], 3 o [tokens][o_stride]. Grid (n_heads,
-// n_tokens), 64 threads: thread s reads split s's max and sum (splits <= 64,
+// n_tokens), 64 threads: thread s reads the max and sum of splits s and s + 64 (splits <= 128,
 // attention::MAX_SPLITS), M and the denominator are reduced in workgroup memory, then thread d
 // adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a loop of
 // dependent loads would wait on memory once per split).
@@ -24,7 +24,8 @@ var<workgroup> OV: array<f32, 512>; // the head's output row
 //@end
 
 const NEG: f32 = -3.0e38;
-var<workgroup> weight: array<f32, 64>; // exp(m_s - M), 0 for a split without keys
+const SPT: u32 = 2u; // splits per thread
+var<workgroup> weight: array<f32, 64u * SPT>; // exp(m_s - M), 0 for a split without keys
 var<workgroup> red: array<f32, 64>;
 
 @compute @workgroup_size(64)
@@ -36,13 +37,20 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   // Split s's partial for (t, h) starts at base(s).
   let stride = st.n_tokens * p.n_heads * w;
   let b0 = (t * p.n_heads + h) * w;
-  var ms = NEG;
-  var ls = 0.0;
-  if (s < st.splits) {
-    ls = partials[b0 + s * stride + p.head_dim + 1u];
-    if (ls > 0.0) { ms = partials[b0 + s * stride + p.head_dim]; }
+  var ms: array<f32, SPT>;
+  var ls: array<f32, SPT>;
+  var mt = NEG;
+  for (var i = 0u; i < SPT; i++) {
+    let si = s + 64u * i;
+    ms[i] = NEG;
+    ls[i] = 0.0;
+    if (si < st.splits) {
+      ls[i] = partials[b0 + si * stride + p.head_dim + 1u];
+      if (ls[i] > 0.0) { ms[i] = partials[b0 + si * stride + p.head_dim]; }
+    }
+    mt = max(mt, ms[i]);
   }
-  red[s] = ms;
+  red[s] = mt;
   workgroupBarrier();
   for (var k = 32u; k > 0u; k >>= 1u) {
     if (s < k) { red[s] = max(red[s], red[s + k]); }
@@ -50,9 +58,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   }
   let mx = red[0];
   workgroupBarrier();
-  let c = select(0.0, exp(ms - mx), ls > 0.0);
-  weight[s] = c;
-  red[s] = ls * c;
+  var lt = 0.0;
+  for (var i = 0u; i < SPT; i++) {
+    let c = select(0.0, exp(ms[i] - mx), ls[i] > 0.0);
+    weight[s + 64u * i] = c;
+    lt += ls[i] * c;
+  }
+  red[s] = lt;
   workgroupBarrier();
   for (var k = 32u; k > 0u; k >>= 1u) {
     if (s < k) { red[s] += red[s + k]; }

@@ -17,10 +17,11 @@ use crate::gpu::Gpu;
 use crate::kernels::{Geometry, Kernel, PipelineKey, COMBINE_QUANT_MAX_HD};
 use crate::program::{Batch, Builder};
 
-/// Most key splits of one attention dispatch (`shaders/attention_combine.wgsl` reads one per thread
-/// of its 64).
-pub const MAX_SPLITS: u32 = 64;
-const _: () = assert!(MAX_SPLITS <= 64);
+/// Most key splits of one attention dispatch (`shaders/attention_combine.wgsl` reads two per
+/// thread of its 64): 128, so that decode at a 4608-key context walks one 64-key chunk per
+/// workgroup (73 splits) instead of two.
+pub const MAX_SPLITS: u32 = 128;
+const _: () = assert!(MAX_SPLITS <= 128);
 /// Key splits are used only for batches of at most this many tokens.
 pub const SPLIT_MAX_TOKENS: u32 = 8;
 
@@ -108,8 +109,9 @@ fn rows_per_workgroup(g: &Geometry) -> u32 {
 /// Key splits for a batch of `n_tokens` whose keys run to `kv_len`: enough workgroups to keep a
 /// large GPU busy (about 256) and splits of about 64 keys (a split's keys are walked in series:
 /// at long contexts more splits keep decode flat), at most [`MAX_SPLITS`]; 1 for larger batches
-/// (they fill the GPU with query rows) and on CPU adapters. Measured on an H200, decode of the
-/// Llama-3.2-1B shape Q8_0 at depth 4096 with 16 / 32 / 64 / 128 splits: 325 / 369 / 386 / 354 tok/s.
+/// (they fill the GPU with query rows) and on CPU adapters. Measured on an H200 (BENCHMARKS.md
+/// v17), decode (top 1) at a 4608-key context with up to 128 splits (73) against 64: Llama-3.2-1B
+/// shape Q8_0 767-768 against 727-749 tok/s, 8B Q4_K_M 230-232 against 222-223.
 pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     if n_tokens > SPLIT_MAX_TOKENS {
         return 1;

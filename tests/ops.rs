@@ -445,6 +445,30 @@ fn attention_with(kv: KvType) {
     }
 }
 
+/// Key splits past 64 (`attention_combine.wgsl` reads two per thread): 1 and 3 tokens at a
+/// 5000-key context split 70, 100 and MAX_SPLITS ways, through attention_decode (one token;
+/// splits are whole 64-key chunks: 70 splits use 40, 100 and 128 use 79, so splits 64 to 78 hold
+/// keys and the rest are empty) and attention.wgsl (3 tokens; whole tiles of keys), GQA groups
+/// of 3.
+#[test]
+fn attention_many_splits() {
+    let mut gpu = gpu(false);
+    gpu.tuning_mut().cpu = false;
+    let mut rng = Rng(11);
+    for n in [1u32, 3] {
+        let pos0 = 5000 - n;
+        let cfg = attention_config(5000);
+        let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
+        let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
+        let (kc, vc) = (rng.vec(cfg.ctx as usize * kv), rng.vec(cfg.ctx as usize * kv));
+        let want = attention_reference(&cfg, &qkv, pos0, &kc, &vc);
+        for s in [70, 100, webgpu_llama::attention::MAX_SPLITS] {
+            let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
+            assert_close(&format!("attention T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
+        }
+    }
+}
+
 fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, n_heads: u32, rng: &mut Rng) {
     let gpu = gpu.clone();
     // What the cache holds of a value.
