@@ -85,9 +85,9 @@ pub fn decode(words: &[f32], k: u32) -> Vec<(u32, f32)> {
 }
 
 /// The id of the largest logit, the first of equal ones (the GPU's top 1; NaN never wins; 0 when
-/// every logit is NaN or the list is empty). On the CPU, in two passes that the compiler vectorises (the max in 16
-/// lanes, then the first chunk holding it): about 20 us for 128k logits, against 190 us for a
-/// scalar fold (bench, H200 host).
+/// every logit is NaN or the list is empty). Two passes that the compiler vectorises: the max in
+/// 16 lanes, then the first 16-wide chunk holding it. 30-40 us per token for 128k logits against
+/// 190-210 us for a scalar fold (`bench` on the H200 host, BENCHMARKS.md v17).
 pub fn argmax(logits: &[f32]) -> u32 {
     const L: usize = 16;
     let mut lanes = [f32::NEG_INFINITY; L];
@@ -99,6 +99,5 @@ pub fn argmax(logits: &[f32]) -> u32 {
     let tail = logits.chunks_exact(L).remainder();
     let max = lanes.iter().chain(tail).fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
     let chunk = logits.chunks(L).position(|c| c.iter().fold(false, |a, &x| a | (x == max))).unwrap_or(0);
-    let within = logits.chunks(L).nth(chunk).and_then(|c| c.iter().position(|&x| x == max)).unwrap_or(0);
-    (chunk * L + within) as u32
+    (chunk * L + logits[chunk * L..].iter().position(|&x| x == max).unwrap_or(0)) as u32
 }
