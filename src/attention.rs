@@ -22,6 +22,13 @@ use crate::program::{Batch, Builder};
 /// workgroup (73 splits) instead of two.
 pub const MAX_SPLITS: u32 = 128;
 const _: () = assert!(MAX_SPLITS <= 128);
+/// Above this many key splits (a context past 2048 keys) the combine is
+/// `shaders/attention_combine_wide.wgsl` (256 threads a head, its loads in fewer rounds), else
+/// `attention_combine.wgsl` (64). Measured on an H200 (BENCHMARKS.md v18), the combine's GPU time
+/// a decode step with 64 / 256 threads: Llama-3-8B shape at 9-10 splits 318 / 341-354 us, at 73
+/// splits 485 / 388-400 us; decode tok/s with the 256-thread form at every split count against
+/// 64: depth 0 1-6% slower, depth 4096 1-9% faster.
+pub const WIDE_COMBINE_SPLITS: u32 = 32;
 /// Key splits are used only for batches of at most this many tokens.
 pub const SPLIT_MAX_TOKENS: u32 = 8;
 
@@ -277,9 +284,10 @@ impl Builder<'_> {
             cbufs.extend([xq, xs]);
         }
         let geometry = Geometry::Combine { quant: quant.is_some() };
-        let combine = self.variant(PipelineKey { kernel: Kernel::AttentionCombine, format: None, geometry }, &cbufs);
+        let combine =
+            [Kernel::AttentionCombine, Kernel::AttentionCombineWide].map(|kernel| self.variant(PipelineKey { kernel, format: None, geometry }, &cbufs));
         let n_heads = cfg.n_heads;
-        self.op(vec![combine], move |b| (b.splits > 1).then_some((0, [n_heads, b.n_tokens, 1])));
+        self.op(combine.into(), move |b| (b.splits > 1).then_some(((b.splits > WIDE_COMBINE_SPLITS) as usize, [n_heads, b.n_tokens, 1])));
         if quant.is_some() {
             self.mark_quantized_read();
         }

@@ -38,6 +38,8 @@ pub enum Kernel {
     AttentionDecode,
     /// Merges attention's key splits (flash-decoding).
     AttentionCombine,
+    /// The same for many splits: 256 threads a head instead of 64.
+    AttentionCombineWide,
     /// Causal GQA attention of a batch of tokens on CPU implementations of the API: a query row
     /// per invocation, every lane walking the same keys.
     AttentionCpu,
@@ -67,7 +69,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 21] = [
+    pub const ALL: [Kernel; 22] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -78,6 +80,7 @@ impl Kernel {
         Kernel::Attention,
         Kernel::AttentionDecode,
         Kernel::AttentionCombine,
+        Kernel::AttentionCombineWide,
         Kernel::AttentionCpu,
         Kernel::MoeSelect,
         Kernel::MatvecExp,
@@ -104,6 +107,7 @@ impl Kernel {
             Kernel::Attention => include_str!("../shaders/attention.wgsl"),
             Kernel::AttentionDecode => include_str!("../shaders/attention_decode.wgsl"),
             Kernel::AttentionCombine => include_str!("../shaders/attention_combine.wgsl"),
+            Kernel::AttentionCombineWide => include_str!("../shaders/attention_combine_wide.wgsl"),
             Kernel::AttentionCpu => include_str!("../shaders/attention_cpu.wgsl"),
             Kernel::MoeSelect => include_str!("../shaders/moe_select.wgsl"),
             Kernel::MatvecExp => include_str!("../shaders/matvec_exp.wgsl"),
@@ -131,6 +135,7 @@ impl Kernel {
             Kernel::Attention => "attention",
             Kernel::AttentionDecode => "attention_decode",
             Kernel::AttentionCombine => "attention_combine",
+            Kernel::AttentionCombineWide => "attention_combine_wide",
             Kernel::AttentionCpu => "attention_cpu",
             Kernel::MoeSelect => "moe_select",
             Kernel::MatvecExp => "matvec_exp",
@@ -743,6 +748,10 @@ pub fn compose(key: &PipelineKey) -> String {
     let qout = consts(key).contains(&("QOUT", 1));
     if key.kernel == Kernel::Quantize || key.geometry == (Geometry::Combine { quant: true }) || qout {
         s += include_str!("../shaders/quantize_half.wgsl");
+        s += "\n";
+    }
+    if matches!(key.kernel, Kernel::AttentionCombine | Kernel::AttentionCombineWide) {
+        s += &unroll(include_str!("../shaders/combine_io.wgsl"), &consts(key));
         s += "\n";
     }
     if matches!(key.kernel, Kernel::MatmulCoop | Kernel::Split) {

@@ -324,6 +324,8 @@ fn split_ops_keep_next_op_integers() {
         let t = gpu.tuning_mut();
         (t.cpu, t.int_dot, t.wide, t.fuse) = (false, Some(true), Some(true), Some(true));
         (t.quant_out, t.quant_out_glu, t.split_without_coop) = (Some(true), Some(true), split);
+        // (Without matrix units: with them the split ops run in both, for the matmul.)
+        t.coop = false;
         Some(Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
     };
     let (Some(plain), Some(split)) = (load(false), load(true)) else {

@@ -48,7 +48,7 @@ fn check_case(c: &Case) {
         assert!(e <= TOL, "{}: prompt row {i} max abs {e}", c.name);
     }
     println!("{}: {} rows, max abs {worst:.3e}, greedy identical", c.name, c.rows.len());
-    for variant in 0..5 {
+    for variant in 0..6 {
         check_all_rows(c, &bytes, variant);
     }
 }
@@ -61,7 +61,9 @@ fn check_case(c: &Case) {
 /// integer form of the formats that have it where rows are 16-byte pieces: here Q4_K and Q8_0;
 /// no shared model has Q6_K rows of 2048k weights, tests/kernels.rs does), 4 the matrix-unit matmul
 /// (`--coop`, its default tile and split precision) for every batch, where the adapter has
-/// cooperative matrices (skipped, with a line saying so, where it has none: lavapipe).
+/// cooperative matrices (skipped, with a line saying so, where it has none: lavapipe), 5 as 3
+/// with the device's key splits for GPUs (one split at these contexts: no combine), as decoding
+/// runs on a GPU by default.
 fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
     let mut gpu = gpu(false);
     if variant == 4 && !gpu.has_coop() {
@@ -72,13 +74,14 @@ fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
     match variant {
         0 => {}
         1 | 3 => (t.cpu, t.splits) = (false, Some(4)),
+        5 => t.cpu = false,
         // The default tile even where it makes few workgroups (the 64 x 64 fallback: formats.rs).
         4 => (t.coop, t.matvec_max_tokens, t.min_large_tiles) = (true, 0, 0),
         // The f32 tiled kernel, also where the matrix-unit one is the default.
         _ => (t.matvec_max_tokens, t.coop) = (0, false),
     }
     let g = webgpu_llama::Gguf::parse(bytes.as_slice()).unwrap();
-    let batch = [None, Some(7), Some(5), Some(1), None][variant as usize];
+    let batch = [None, Some(7), Some(5), Some(1), None, Some(1)][variant as usize];
     let llama = webgpu_llama::Llama::load(&gpu, &g, bytes, webgpu_llama::LoadOptions { batch, ..Default::default() }).unwrap();
     let all: Vec<u32> = c.prompt.iter().chain(&c.greedy[..c.greedy.len() - 1]).copied().collect();
     let rows = block_on(llama.forward_all(&all, 0)).unwrap();

@@ -97,7 +97,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                     ]
                 })
                 .collect(),
-            Kernel::AttentionCombine => vec![Geometry::Combine { quant: false }, Geometry::Combine { quant: true }],
+            Kernel::AttentionCombine | Kernel::AttentionCombineWide => vec![Geometry::Combine { quant: false }, Geometry::Combine { quant: true }],
             Kernel::RopeKv => vec![Geometry::RopeKv { kv_f16: false }, Geometry::RopeKv { kv_f16: true }],
             Kernel::RmsNorm => vec![Geometry::NormRows { rows: 0 }, Geometry::NormRows { rows: 64 }, Geometry::NormRows { rows: 5 }],
             _ => vec![Geometry::Fixed],
