@@ -3,7 +3,8 @@
 // o_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t over t <= the query's position, query
 // head h reading KV head h / (n_heads / n_kv) (Vaswani et al. 2017; Ainslie et al. 2023), computed
 // tile by tile of keys with an online softmax (FlashAttention, Dao et al. 2022) and optionally
-// split over the keys (flash-decoding: partial results combined by attention_combine.wgsl).
+// split over the keys (flash-decoding: partial results combined by attention_combine.wgsl, or
+// attention_combine_wide.wgsl for many splits).
 // Composed (kernels::compose) with `const HD` (head dim), `TPQ` (threads per query row: a power
 // of two dividing HD), `BKV` (keys per tile) and `KV16` (`//@if KV16` blocks: the cache holds
 // IEEE halves packed two per u32, read with unpack2x16float into the f32 tiles).

@@ -4,7 +4,8 @@
 // splits that saw a key. Bindings: 0 {n_heads, head_dim, o_stride}, 1 step {n_tokens, splits},
 // 2 partials [split][token][head][head_dim + 2], 3 o [tokens][o_stride]. Grid (n_heads,
 // n_tokens), 64 threads: thread s reads the max and sum of splits s and s + 64 (splits <= 128,
-// attention::MAX_SPLITS), M and the denominator are reduced in workgroup memory, then thread d
+// attention::MAX_SPLITS; the forward pass sends more than attention::WIDE_COMBINE_SPLITS to
+// attention_combine_wide.wgsl), M and the denominator are reduced in workgroup memory, then thread d
 // adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a loop of
 // dependent loads would wait on memory once per split).
 // With QUANT (head_dim a multiple of 16, at most 512) it also writes the last token's row of the
@@ -24,7 +25,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let t = wg.y;
   let w = p.head_dim + 2u;
   let s = l.x;
-  // Split s's partial for (t, h) starts at base(s).
+  // Split s's partial for (t, h) starts at b0 + s * stride.
   let stride = st.n_tokens * p.n_heads * w;
   let b0 = (t * p.n_heads + h) * w;
   var ms: array<f32, SPT>;

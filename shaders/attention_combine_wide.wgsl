@@ -5,9 +5,8 @@
 // then the threads take the head's dims times NP parts (NP = 256 / head_dim, at least 1):
 // thread (q, d) adds up dim d over splits q, q + NP, ..., 16 loads in flight, and the parts'
 // sums are added in workgroup memory. A long context's splits are then a few rounds of loads
-// per thread, not a round per 8 splits and dim: on an H200 the Llama-3-8B shape's combine at 73
-// splits took 485 us a decode step with 64 threads, 388-400 us with these (BENCHMARKS.md v18);
-// with few splits the 64-thread form is faster.
+// per thread, not a round per 8 splits and dim; with few splits the 64-thread form is faster
+// (measured: attention::WIDE_COMBINE_SPLITS).
 // (Bindings: combine_io.wgsl.)
 
 const NEG: f32 = -3.0e38;

@@ -3,7 +3,7 @@
 // with, and attention.wgsl's tile loop (a barrier-separated load, score, sum and softmax per 16
 // keys) leaves a decode step waiting on memory several times per tile. Here each workgroup takes
 // G of one KV head's GQ query heads and one key split (flash-decoding: partials merged by
-// attention_combine.wgsl, as attention.wgsl writes them) and walks its keys 64 at a time in
+// attention_combine(_wide).wgsl, as attention.wgsl writes them) and walks its keys 64 at a time in
 // three steps:
 //   1. thread j reads key j's row (HD / 4 vector loads, 16 in flight at a time) and scores it
 //      against the workgroup's G query heads (q in workgroup memory);

@@ -1,5 +1,6 @@
 // combine_io: the interface of attention_combine.wgsl and attention_combine_wide.wgsl (their
-// bindings, described there), composed before either (kernels::compose).
+// bindings, described there, and QUANT's row of the head's output), composed before either
+// (kernels::compose).
 struct P { n_heads: u32, head_dim: u32, o_stride: u32, _a: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;

@@ -3,7 +3,7 @@
 //! for few query rows (many threads per row) and one for more (on GPUs, batches of 2 to
 //! [`SPLIT_MAX_TOKENS`] tokens, or every batch with the other kernels off), and for small batches a
 //! split of the keys across workgroups whose partial results `shaders/attention_combine.wgsl`
-//! merges (flash-decoding), so that decode keeps the GPU busy however long the context. On GPUs,
+//! (`attention_combine_wide.wgsl` past [`WIDE_COMBINE_SPLITS`]) merges (flash-decoding), so that decode keeps the GPU busy however long the context. On GPUs,
 //! one-token batches take `shaders/attention_decode.wgsl` ([`decode_kernel`]) and batches beyond
 //! [`SPLIT_MAX_TOKENS`] tokens `shaders/attention_tiled.wgsl` (prefill: 64 query rows a
 //! workgroup, a block of scores and of outputs per thread, [`tiled_geometry`]); on CPU adapters
@@ -17,8 +17,8 @@ use crate::gpu::Gpu;
 use crate::kernels::{Geometry, Kernel, PipelineKey, COMBINE_QUANT_MAX_HD};
 use crate::program::{Batch, Builder};
 
-/// Most key splits of one attention dispatch (`shaders/attention_combine.wgsl` reads two per
-/// thread of its 64): 128, so that decode at a 4608-key context walks one 64-key chunk per
+/// Most key splits of one attention dispatch (the combine kernels hold 128 splits' weights in
+/// workgroup memory): 128, so that decode at a 4608-key context walks one 64-key chunk per
 /// workgroup (73 splits) instead of two.
 pub const MAX_SPLITS: u32 = 128;
 const _: () = assert!(MAX_SPLITS <= 128);
@@ -52,7 +52,7 @@ pub struct AttentionParams {
     pub pad: [u32; 2],
 }
 
-/// `struct P` of `shaders/attention_combine.wgsl`.
+/// `struct P` of `shaders/combine_io.wgsl` (both combine kernels').
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct CombineParams {
@@ -284,10 +284,13 @@ impl Builder<'_> {
             cbufs.extend([xq, xs]);
         }
         let geometry = Geometry::Combine { quant: quant.is_some() };
-        let combine =
-            [Kernel::AttentionCombine, Kernel::AttentionCombineWide].map(|kernel| self.variant(PipelineKey { kernel, format: None, geometry }, &cbufs));
+        // The wide form only where a context or forced splits can reach it (one compile less at
+        // load; the 64-thread form merges up to MAX_SPLITS too).
+        let wide = cfg.ctx > 64 * WIDE_COMBINE_SPLITS || self.gpu.tuning().splits.is_some_and(|s| s > WIDE_COMBINE_SPLITS);
+        let kernels = [Kernel::AttentionCombine, Kernel::AttentionCombineWide];
+        let combine = kernels[..1 + wide as usize].iter().map(|&kernel| self.variant(PipelineKey { kernel, format: None, geometry }, &cbufs)).collect();
         let n_heads = cfg.n_heads;
-        self.op(combine.into(), move |b| (b.splits > 1).then_some(((b.splits > WIDE_COMBINE_SPLITS) as usize, [n_heads, b.n_tokens, 1])));
+        self.op(combine, move |b| (b.splits > 1).then_some(((wide && b.splits > WIDE_COMBINE_SPLITS) as usize, [n_heads, b.n_tokens, 1])));
         if quant.is_some() {
             self.mark_quantized_read();
         }

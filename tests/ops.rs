@@ -445,26 +445,26 @@ fn attention_with(kv: KvType) {
     }
 }
 
-/// Key splits past 64 (`attention_combine.wgsl` reads two per thread): 1 and 3 tokens at a
-/// 5000-key context split 70, 100 and MAX_SPLITS ways, through attention_decode (one token;
+/// Key splits past WIDE_COMBINE_SPLITS (`attention_combine_wide.wgsl`): 1 and 3 tokens at a
+/// 5000-key context split 70, 100 and MAX_SPLITS ways (and 32 and 33, either side of it), through attention_decode (one token;
 /// splits are whole 64-key chunks: 70 splits use 40, 100 and 128 use 79, so splits 64 to 78 hold
 /// keys and the rest are empty) and attention.wgsl (3 tokens; whole tiles of keys), GQA groups
 /// of 3; and 1 and 5 splits (attention_decode then walks 79 and 16 chunks of keys a split). Head
-/// dims 20 and 128 (past 32 splits `attention_combine_wide.wgsl` takes 12 and 2 parts of the
-/// splits per dim).
+/// dims 20, 128, 132 and 260 (`attention_combine_wide.wgsl` takes 12 and 2 parts of the splits
+/// per dim, then one: a dim per thread, and for 260 dims 256 on a second pass).
 #[test]
 fn attention_many_splits() {
     let mut gpu = gpu(false);
     gpu.tuning_mut().cpu = false;
     let mut rng = Rng(11);
-    for (n, head_dim) in [(1u32, 20), (3, 20), (1, 128)] {
+    for (n, head_dim) in [(1u32, 20), (3, 20), (1, 128), (1, 132), (1, 260)] {
         let pos0 = 5000 - n;
         let cfg = Config { head_dim, ..attention_config(5000) };
         let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
         let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
         let (kc, vc) = (rng.vec(cfg.ctx as usize * kv), rng.vec(cfg.ctx as usize * kv));
         let want = attention_reference(&cfg, &qkv, pos0, &kc, &vc);
-        for s in [1, 5, 70, 100, webgpu_llama::attention::MAX_SPLITS] {
+        for s in [1, 5, 32, 33, 70, 100, webgpu_llama::attention::MAX_SPLITS] {
             let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
             assert_close(&format!("attention hd {head_dim} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
         }

@@ -3,10 +3,11 @@
 //! float64 reference logits, and the greedy continuation identical: through `forward` (the
 //! prompt as one batch, then decode token by token) and through the batched every-row path
 //! (`forward_all`, as `--dump-logits` uses it) with each kernel choice: the device's policy, the
-//! GPU workgroup shapes with key splits, the tiled matrix-matrix kernel for every batch in
-//! chunks of 5 tokens, and (where the adapter has cooperative matrices; skipped, saying so,
-//! elsewhere) the matrix-unit matmul for every batch. Then every case again with the f16 KV cache (`f16_cache::*`, see
-//! [`check_case_f16`]).
+//! GPU workgroup shapes with key splits (in chunks of 7 tokens, and a token at a time), the tiled
+//! matrix-matrix kernel for every batch in chunks of 5 tokens, (where the adapter has
+//! cooperative matrices; skipped, saying so, elsewhere) the matrix-unit matmul for every batch,
+//! and the GPU shapes a token at a time with the GPU's key splits ([`check_all_rows`]). Then
+//! every case again with the f16 KV cache (`f16_cache::*`, see [`check_case_f16`]).
 
 mod common;
 
