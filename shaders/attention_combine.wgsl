@@ -5,9 +5,9 @@
 // 2 partials [split][token][head][head_dim + 2], 3 o [tokens][o_stride]. Grid (n_heads,
 // n_tokens), 64 threads: thread s reads the max and sum of splits s and s + 64 (splits <= 128,
 // attention::MAX_SPLITS; the forward pass sends more than attention::WIDE_COMBINE_SPLITS to
-// attention_combine_wide.wgsl), M and the denominator are reduced in workgroup memory, then thread d
-// adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a loop of
-// dependent loads would wait on memory once per split).
+// attention_combine_wide.wgsl), M and the denominator are reduced in workgroup memory, then
+// thread d adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a
+// loop of dependent loads would wait on memory once per split).
 // With QUANT (head_dim a multiple of 16, at most 512) it also writes the last token's row of the
 // head's output as quantize_half.wgsl's 24-bit integers (bindings 4 XQW, 5 XSW; the row's halves of
 // this head), for the integer form of the output projection, which one-token batches run: the
@@ -79,14 +79,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   }
 //@if QUANT
   workgroupBarrier();
-  // (The last token's row, as quantize.wgsl's: decode has one.)
-  for (var i = l.x; i < p.head_dim / 16u && t + 1u == st.n_tokens; i += 64u) {
-    var v: array<vec4<f32>, 4>;
-    for (var j = 0u; j < 4u; j++) {
-      let e = 16u * i + 4u * j;
-      v[j] = vec4<f32>(OV[e], OV[e + 1u], OV[e + 2u], OV[e + 3u]);
-    }
-    quantize_half(h * p.head_dim / 16u + i, v);
-  }
+  quantize_head(h, t, l.x, 64u);
 //@end
 }

@@ -90,14 +90,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   }
 //@if QUANT
   workgroupBarrier();
-  // (The last token's row, as quantize.wgsl's: decode has one.)
-  for (var k = i; k < hd / 16u && t + 1u == st.n_tokens; k += WG) {
-    var v: array<vec4<f32>, 4>;
-    for (var j = 0u; j < 4u; j++) {
-      let e = 16u * k + 4u * j;
-      v[j] = vec4<f32>(OV[e], OV[e + 1u], OV[e + 2u], OV[e + 3u]);
-    }
-    quantize_half(h * hd / 16u + k, v);
-  }
+  quantize_head(h, t, i, WG);
 //@end
 }

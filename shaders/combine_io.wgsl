@@ -1,6 +1,6 @@
-// combine_io: the interface of attention_combine.wgsl and attention_combine_wide.wgsl (their
-// bindings, described there, and QUANT's row of the head's output), composed before either
-// (kernels::compose).
+// combine_io: what attention_combine.wgsl and attention_combine_wide.wgsl share (their bindings,
+// described there, and with QUANT the head's output row and its integer form), composed before
+// either (kernels::compose).
 struct P { n_heads: u32, head_dim: u32, o_stride: u32, _a: u32 };
 struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(0) var<uniform> p: P;
@@ -11,4 +11,17 @@ struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
 @group(0) @binding(4) var<storage, read_write> XQW: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> XSW: array<vec2<f32>>;
 var<workgroup> OV: array<f32, 512>; // the head's output row
+
+// Head h's row OV of token t as quantize.wgsl's halves, by threads i, i + n, ... after a barrier
+// (only the last token's: decode has one).
+fn quantize_head(h: u32, t: u32, i: u32, n: u32) {
+  for (var k = i; k < p.head_dim / 16u && t + 1u == st.n_tokens; k += n) {
+    var v: array<vec4<f32>, 4>;
+    for (var j = 0u; j < 4u; j++) {
+      let e = 16u * k + 4u * j;
+      v[j] = vec4<f32>(OV[e], OV[e + 1u], OV[e + 2u], OV[e + 3u]);
+    }
+    quantize_half(h * p.head_dim / 16u + k, v);
+  }
+}
 //@end

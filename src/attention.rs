@@ -3,7 +3,8 @@
 //! for few query rows (many threads per row) and one for more (on GPUs, batches of 2 to
 //! [`SPLIT_MAX_TOKENS`] tokens, or every batch with the other kernels off), and for small batches a
 //! split of the keys across workgroups whose partial results `shaders/attention_combine.wgsl`
-//! (`attention_combine_wide.wgsl` past [`WIDE_COMBINE_SPLITS`]) merges (flash-decoding), so that decode keeps the GPU busy however long the context. On GPUs,
+//! (`attention_combine_wide.wgsl` past [`WIDE_COMBINE_SPLITS`]) merges (flash-decoding), so that
+//! decode keeps the GPU busy however long the context. On GPUs,
 //! one-token batches take `shaders/attention_decode.wgsl` ([`decode_kernel`]) and batches beyond
 //! [`SPLIT_MAX_TOKENS`] tokens `shaders/attention_tiled.wgsl` (prefill: 64 query rows a
 //! workgroup, a block of scores and of outputs per thread, [`tiled_geometry`]); on CPU adapters

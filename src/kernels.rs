@@ -460,9 +460,10 @@ pub enum Geometry {
         /// Token rows per workgroup, or 0.
         rows: u32,
     },
-    /// Attention's combine of key splits (`attention_combine.wgsl`, `attention_combine_wide.wgsl`): whether it also writes the
-    /// head's output as `shaders/quantize_half.wgsl`'s 24-bit integers (`QUANT`, for the integer
-    /// form of the output projection; head dims a multiple of 16, at most [`COMBINE_QUANT_MAX_HD`]).
+    /// Attention's combine of key splits (`attention_combine.wgsl`, `attention_combine_wide.wgsl`):
+    /// whether it also writes the head's output as `shaders/quantize_half.wgsl`'s 24-bit integers
+    /// (`QUANT`, for the integer form of the output projection; head dims a multiple of 16, at
+    /// most [`COMBINE_QUANT_MAX_HD`]).
     Combine {
         /// Writes the quantised output too.
         quant: bool,

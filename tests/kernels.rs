@@ -209,7 +209,8 @@ fn width_2048_regrouped_q6_k_dense_and_moe() {
     // Keys in 3 splits: the combine writes the output projection's integers (head dim 128).
     let bytes = model(&dense, Scheme::Q4KM, 7).unwrap().to_bytes();
     assert_close("Q4_K_M, d 2048, 3 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |t| t.splits = Some(3)));
-    // 40 (past attention::WIDE_COMBINE_SPLITS, most of them empty): attention_combine_wide.wgsl writes them.
+    // 40 (past attention::WIDE_COMBINE_SPLITS, most of them empty): attention_combine_wide.wgsl
+    // writes them.
     assert_close("Q4_K_M, d 2048, 40 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |t| t.splits = Some(40)));
     // The linear ops write the next one's integers at d 2048 by default (QOUT, and INORM for
     // the norms); without, quantize ops (as wider models run).

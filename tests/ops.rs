@@ -446,9 +446,9 @@ fn attention_with(kv: KvType) {
 }
 
 /// Key splits past WIDE_COMBINE_SPLITS (`attention_combine_wide.wgsl`): 1 and 3 tokens at a
-/// 5000-key context split 70, 100 and MAX_SPLITS ways (and 32 and 33, either side of it), through attention_decode (one token;
-/// splits are whole 64-key chunks: 70 splits use 40, 100 and 128 use 79, so splits 64 to 78 hold
-/// keys and the rest are empty) and attention.wgsl (3 tokens; whole tiles of keys), GQA groups
+/// 5000-key context split 70, 100 and MAX_SPLITS ways (and 32 and 33, either side of it), through
+/// attention_decode (one token; splits are whole 64-key chunks: 70 splits use 40, 100 and 128
+/// use 79, so splits 64 to 78 hold keys and the rest are empty) and attention.wgsl (3 tokens; whole tiles of keys), GQA groups
 /// of 3; and 1 and 5 splits (attention_decode then walks 79 and 16 chunks of keys a split). Head
 /// dims 20, 128, 132 and 260 (`attention_combine_wide.wgsl` takes 12 and 2 parts of the splits
 /// per dim, then one: a dim per thread, and for 260 dims 256 on a second pass).
