@@ -18,7 +18,9 @@
 // workgroup's query heads: GQ / G workgroups share a KV head and each reads its keys and values,
 // so that a short context's few chunks still make enough workgroups, each with less to do), `DPT`
 // (4-dim groups per thread: HD / 256 rounded up), `KG` (key groups, below), `SG` (subgroup size
-// of step 2's reductions, 0: none), `KV16` (f16 cache: IEEE halves two per u32) and `ROPE`.
+// of step 2's reductions, 0: none), `KV16` (f16 cache: IEEE halves two per u32), `ROPE` and
+// `VCACHED` (with ROPE: the value projection already wrote the token's value into its cache row,
+// linear::Fuse::cache_row, so it is read from there and only the key is written).
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
 // (k rotated by all threads into workgroup memory, where its thread scores it; its value is
@@ -123,6 +125,22 @@ fn rope4(x: vec4<f32>, d: u32, pos: u32) -> vec4<f32> {
 //@end
 }
 
+// Where KV head kvh's value of the token starts in qkv.
+fn vnew(kvh: u32) -> u32 {
+  return (p.n_heads + p.n_kv + kvh) * HD;
+}
+
+// Dims 4 dg .. 4 dg + 4 of KV head kvh's value of the token (ROPE): from qkv, or with VCACHED from
+// the token's cache row.
+fn own_value(kvh: u32, dg: u32) -> vec4<f32> {
+//@if VCACHED
+  return value4((st.pos0 * p.n_kv * HD + kvh * HD) / 4u + dg);
+//@end
+//@if !VCACHED
+  return qkv4(vnew(kvh) + 4u * dg);
+//@end
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) l: vec3u) {
@@ -145,9 +163,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var lsum: array<f32, G>;
   var acc: array<array<vec4<f32>, DPT>, G>;
   let kg = j / NDG;
-  // The token's own key and value in qkv (read there with ROPE).
+  // The token's own key in qkv (read there with ROPE).
   let knew = p.n_heads * HD + kvh * HD;
-  let vnew = knew + kvd;
   for (var g = 0u; g < G; g++) { m[g] = NEG; }
 //@if ROPE
   // The token's own key, rotated by all threads at once (its scoring thread would otherwise
@@ -289,10 +306,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
   }
 //@if ROPE
-  // The token's own value (the last key of the split that holds it), from qkv: key group 0 adds it.
+  // The token's own value (the last key of the split that holds it), from qkv (with VCACHED
+  // from its cache row, where the value projection wrote it): key group 0 adds it.
   if (kbeg <= st.pos0 && st.pos0 < kend && kg == 0u) {
     for (var t = 0u; t < DPT; t++) {
-      let v = qkv4(vnew + 4u * min(j % NDG + 64u * t, NDG - 1u));
+      let v = own_value(kvh, min(j % NDG + 64u * t, NDG - 1u));
       for (var g = 0u; g < G; g++) { acc[g][t] += OWN[g] * v; }
     }
   }
@@ -338,14 +356,20 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     for (var dg = j; dg < NDG; dg += 64u) {
       let c = (st.pos0 * kvd + kvh * HD) / 4u + dg;
       let k = KOWN[dg];
-      let v = qkv4(vnew + 4u * dg);
 //@if KV16
       kc[c] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
-      vc[c] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
 //@end
 //@if !KV16
       kc[c] = k;
+//@end
+//@if !VCACHED
+      let v = qkv4(vnew(kvh) + 4u * dg);
+//@if KV16
+      vc[c] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
+//@end
+//@if !KV16
       vc[c] = v;
+//@end
 //@end
     }
   }

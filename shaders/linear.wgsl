@@ -5,7 +5,8 @@
 // reads it, regrouped for Q8_0 rows of 256k weights; row r at byte
 // r * cols / BLOCK_ELEMS * BLOCK_BYTES of this part's buffer). X: activations [n][x_stride] f32,
 // token i's input at X[(x_row0 + i) * x_stride ..]. Y: [n][y_stride] f32, token i's output row r
-// at Y[i * y_stride + y0 + r]; with `accumulate` added to what is there (the residual stream).
+// at Y[i * y_stride + y0 + r]; with `accumulate` = 1 added to what is there (the residual stream),
+// with 2 written at Y row pos0 + i instead (the token's row of the KV cache).
 // Token rows: 0 .. st.n_tokens, or only the last one (`last_only`: the output head, which needs
 // the logits after the last token alone; it reads X row n - 1 and writes Y row 0). `eps`: the
 // RMSNorm epsilon of matvec's fused norm (NORM).
@@ -37,9 +38,10 @@ fn row_cols() -> u32 {
 
 // Token i's output row r: v, or with `accumulate` v added to it; returns what was written.
 fn store(i: u32, r: u32, v: f32) -> f32 {
-  let o = i * p.y_stride + p.y0 + r;
+  var o = i * p.y_stride + p.y0 + r;
+  if (p.accumulate == 2u) { o += st.pos0 * p.y_stride; }
   var y = v;
-  if (p.accumulate != 0u) { y += Y[o]; }
+  if (p.accumulate == 1u) { y += Y[o]; }
   Y[o] = y;
   return y;
 }

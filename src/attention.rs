@@ -206,6 +206,9 @@ pub struct AttentionIo<'a> {
     /// with the output where it can ([`crate::kernels::Geometry::Combine`]), a quantize op where
     /// keys are not split.
     pub quantize: bool,
+    /// With `rope`: one-token batches' value projection wrote the token's value into `v_cache`
+    /// itself ([`crate::linear::Fuse::cache_row`]; `qkv`'s v columns are not written then).
+    pub v_cached: bool,
 }
 
 impl Builder<'_> {
@@ -254,7 +257,8 @@ impl Builder<'_> {
         let one = decode_kernel(self.gpu, cfg).then(|| {
             let sg = Some(self.gpu.tuning().reduce_subgroup).filter(|&s| s >= 2 && 64 % s == 0).unwrap_or(0);
             let heads = decode_heads(self.gpu, cfg);
-            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, heads, kv_f16: cfg.kv == KvType::F16, rope: io.rope.is_some(), sg };
+            let (kv_f16, rope) = (cfg.kv == KvType::F16, io.rope.is_some());
+            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, heads, kv_f16, rope, sg, v_cached: io.v_cached };
             let mut with_rope = bufs.to_vec();
             with_rope.extend(io.rope);
             variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &with_rope));

@@ -108,6 +108,20 @@ pub struct Tuning {
     pub cpu_attention: bool,
     /// Natively, keep wgpu's injected shader runtime checks (see [`crate::kernels::Kernels::pipeline`]).
     pub checked_shaders: bool,
+    /// Natively, wait for a readback by polling the device in a loop (one CPU core busy, for at
+    /// most [`SPIN_LIMIT`], then a blocking wait) instead of sleeping in the driver's fence wait,
+    /// which wakes up late (CUDA's default wait spins too); `None`: on GPUs, off on CPU adapters
+    /// (whose work would lose the core; by the adapter's name, whatever [`Tuning::cpu`] says). No effect in the browser, whose map promise resolves on
+    /// its own schedule. Measured on an H200 (BENCHMARKS.md v19, tg128 with all logits, off /
+    /// on): Llama-3.2-1B shape Q8_0 800 / 859, Q4_K_M 771 / 808, F16 717 / 775; Llama-3-8B
+    /// shape Q4_K_M 262 / 269.
+    pub spin_wait: Option<bool>,
+    /// Where one-token attention fuses RoPE and the cache write (an f32 cache) and the value
+    /// projection is a matrix of its own (its format differs from q's and k's, as in most
+    /// Q4_K_M files), the value projection writes the token's value into the V cache itself
+    /// ([`crate::linear::Fuse::cache_row`]), so that it runs alongside the q/k projection;
+    /// `None`: on.
+    pub v_to_cache: Option<bool>,
 }
 
 impl Tuning {
@@ -118,6 +132,10 @@ impl Tuning {
         self.fuse.unwrap_or(!self.cpu)
     }
 }
+
+/// The longest a readback is waited for in a polling loop ([`Tuning::spin_wait`]): a decode
+/// step's wait, not a long prompt's.
+pub const SPIN_LIMIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A device and queue, natively created or adopted from the host page, plus an error sink.
 #[derive(Clone)]
@@ -132,6 +150,7 @@ pub struct Gpu {
     binding_cap: Option<u64>,
     subgroup: Option<u32>,
     wgsl_subgroups: bool,
+    cpu_adapter: bool,
     tuning: Tuning,
 }
 
@@ -158,6 +177,7 @@ impl Gpu {
             binding_cap: None,
             subgroup: None,
             wgsl_subgroups: false,
+            cpu_adapter: cpu,
             tuning: Tuning {
                 cpu,
                 tpr: None,
@@ -189,6 +209,8 @@ impl Gpu {
                 cpu_subgroup: 0,
                 reduce_subgroup: 0,
                 checked_shaders: false,
+                spin_wait: None,
+                v_to_cache: None,
             },
         };
         gpu.set_cpu(cpu);
@@ -436,6 +458,28 @@ impl Gpu {
         out
     }
 
+    /// Whether readbacks are waited for by polling in a loop ([`Tuning::spin_wait`]).
+    pub fn spin_wait(&self) -> bool {
+        self.tuning.spin_wait.unwrap_or(!self.cpu_adapter)
+    }
+
+    /// Natively: polls the device until `done` (set by a map callback) is set: in a loop for up
+    /// to [`SPIN_LIMIT`] with [`Gpu::spin_wait`], then (or without it) in one blocking wait.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn wait_for(&self, done: &std::sync::atomic::AtomicBool) -> Result<()> {
+        let err = |e: wgpu::PollError| Error::Gpu(format!("device poll failed: {e}"));
+        let start = std::time::Instant::now();
+        while self.spin_wait() && start.elapsed() < SPIN_LIMIT {
+            if done.load(std::sync::atomic::Ordering::Acquire) {
+                return Ok(());
+            }
+            self.device.poll(wgpu::PollType::Poll).map_err(err)?;
+            std::hint::spin_loop();
+        }
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(err)?;
+        Ok(())
+    }
+
     /// Maps a MAP_READ buffer and copies its contents out.
     pub async fn map_read(&self, rb: &wgpu::Buffer) -> Result<Vec<u8>> {
         self.map_read_with(rb, <[u8]>::to_vec).await
@@ -445,11 +489,14 @@ impl Gpu {
     /// 512 KB logits row read once, not copied out and then converted).
     pub async fn map_read_with<T>(&self, rb: &wgpu::Buffer, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         let (tx, rx) = futures_channel::oneshot::channel();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = done.clone();
         rb.map_async(wgpu::MapMode::Read, .., move |r| {
+            flag.store(true, std::sync::atomic::Ordering::Release);
             let _ = tx.send(r);
         });
         #[cfg(not(target_arch = "wasm32"))]
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Gpu(format!("device poll failed: {e}")))?;
+        self.wait_for(&done)?;
         rx.await
             .map_err(|_| Error::Gpu("the readback was dropped (device lost?)".into()))?
             .map_err(|e| Error::Gpu(format!("could not map the readback buffer: {e}")))?;

@@ -452,6 +452,9 @@ pub enum Geometry {
         /// The subgroup size the softmax max and sum are reduced with (a divisor of 64, at
         /// least 2; the device's, fixed), or 0: trees in workgroup memory.
         sg: u32,
+        /// With `rope`: the token's value is already in the V cache (the value projection wrote
+        /// it there, `linear::Fuse::cache_row`): read from there, and only the key written.
+        v_cached: bool,
     },
     /// RMSNorm: `rows` token rows per workgroup, one invocation each, no barriers
     /// (`shaders/rmsnorm.wgsl`'s CPU form, for CPU adapters), or 0: a workgroup per row (the GPU
@@ -605,8 +608,11 @@ impl PipelineKey {
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
             Geometry::AttentionTiled { head_dim, bkv, .. } => s += &format!(" hd{head_dim} bkv{bkv}"),
-            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, .. } => {
+            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, v_cached, .. } => {
                 s += &format!(" hd{head_dim} g{group}{}{}", if heads < group { format!("/{heads}") } else { String::new() }, if rope { " +rope" } else { "" });
+                if v_cached {
+                    s += " +v-cached";
+                }
                 if sg != 0 {
                     s += &format!(" sg{sg}");
                 }
@@ -813,7 +819,9 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup), ("KV16", kv_f16 as u32)]
         }
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
-        Geometry::AttentionDecode { kv_f16, rope, sg, .. } => vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg)],
+        Geometry::AttentionDecode { kv_f16, rope, sg, v_cached, .. } => {
+            vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg), ("VCACHED", (rope && v_cached) as u32)]
+        }
         Geometry::AttentionTiled { head_dim, kv_f16, .. } => vec![("KV16", kv_f16 as u32), ("Q4", (head_dim % 4 == 0) as u32)],
         Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],
         Geometry::NormRows { rows } => vec![("ROWS", rows)],

@@ -30,13 +30,17 @@ pub struct LinearParams {
     pub y_stride: u32,
     /// Where in a token's output row this part's first row goes.
     pub y0: u32,
-    /// 1: add to Y (the residual stream); 0: overwrite.
+    /// 1: add to Y (the residual stream); 0: overwrite; [`AT_POSITION`]: overwrite token i's
+    /// output at row `pos0 + i` of Y (the KV cache's row of the token, [`Fuse::cache_row`]).
     pub accumulate: u32,
     /// 1: only the batch's last token (read from X row n - 1, written to Y row 0).
     pub last_only: u32,
     /// RMSNorm epsilon of the fused norm ([`Fuse::norm`]).
     pub eps: f32,
 }
+
+/// [`LinearParams::accumulate`]: write token i's output row at Y row `pos0 + i`.
+pub const AT_POSITION: u32 = 2;
 
 /// Where a linear op reads and writes.
 #[derive(Clone, Copy)]
@@ -256,6 +260,13 @@ pub struct Fuse<'a> {
     /// 16 rows a workgroup (`QOUT` in `shaders/matvec.wgsl`), so that the next op needs no
     /// quantize dispatch ([`Builder::quantized_by`]).
     pub quant_out: Option<QuantNext<'a>>,
+    /// `(cache, stride)`: the one-token matrix-vector form writes the token's output row into
+    /// `cache` (`[ctx][stride]` f32, the op's rows from column 0) at the token's position instead
+    /// of into [`Io::y`]: the value projection writing the token's value straight into the V
+    /// cache. Its dispatch then uses no buffer the op before it wrote (the cache is first
+    /// touched in the step's pass here, so wgpu records no barrier before it), and the GPU runs
+    /// it alongside the q/k projection instead of after it. Not with `glu`.
+    pub cache_row: Option<(&'a wgpu::Buffer, u32)>,
 }
 
 /// The linear op after this one ([`Fuse::quant_out`]).
@@ -420,6 +431,18 @@ impl Builder<'_> {
             mv_bufs.extend(norm.map(|n| n.1));
             // WIDE: the weights again, as vec4s.
             mv_bufs.extend(wide.then_some(&part.buffer));
+            // The one-token form's output: Y, or the cache's row of the token (Fuse::cache_row).
+            assert!(!(glu && fuse.cache_row.is_some()), "a cache row is written without SwiGLU");
+            let cache_p = fuse.cache_row.map(|(_, stride)| {
+                let at = LinearParams { y_stride: stride, y0: part.row_start, accumulate: AT_POSITION, ..params };
+                self.uniform("linear cache row", &at)
+            });
+            let (one_p, one_y) = match (&cache_p, fuse.cache_row) {
+                (Some(c), Some((cache, _))) => (c, cache),
+                _ => (&mv_p, io.y),
+            };
+            let mut one_bufs = mv_bufs.clone();
+            (one_bufs[0], one_bufs[4]) = (one_p, one_y);
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
             let rows_geometry =
@@ -432,14 +455,14 @@ impl Builder<'_> {
             let one = match &int {
                 Some((xq, xs)) => {
                     let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: inorm, glu, sg, wide: true, int: true, qout: qout_kind };
-                    let mut b = vec![&mv_p, bufs[1], bufs[2], io.x, io.y, &part.buffer, xq, xs];
+                    let mut b = vec![one_p, bufs[1], bufs[2], io.x, one_y, &part.buffer, xq, xs];
                     if let Some(((oq, os), nw)) = &qout_bufs {
                         b.extend([oq, os]);
                         b.extend(*nw);
                     }
                     self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, g), &b)
                 }
-                None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &mv_bufs),
+                None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &one_bufs),
             };
             let mut variants = vec![
                 one,

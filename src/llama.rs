@@ -161,18 +161,28 @@ impl Llama {
         // The residual stream's writers, and the SwiGLU matvec, also write the next linear op's
         // integer activations where it reads them (Fuse::quant_out): no quantize dispatch.
         let (qout, qout_glu) = (fuse && quant_out(gpu, d, false), fuse && quant_out(gpu, d, true));
+        // The value projection may write the token's value into the cache only where one-token
+        // attention then reads it there (RoPE fused, an f32 cache) and one-token batches take
+        // the matrix-vector form (Fuse::cache_row).
+        let v_to_cache = gpu.tuning().v_to_cache.unwrap_or(true) && rope_fused && cfg.kv == KvType::F32 && crate::linear::matvec_tokens(gpu) >= 1;
         for (l, lw) in weights.layers.iter().enumerate() {
             let k_cache = b.storage("k cache", kv_bytes);
             let v_cache = b.storage("v cache", kv_bytes);
             b.rmsnorm(d, cfg.eps, &x, &lw.attn_norm, &xn, fuse);
             let norm = Fuse { norm: Some((&x, &lw.attn_norm, cfg.eps)), ..Default::default() };
+            // A value projection of its own writes decode's value into the cache (Fuse::cache_row).
+            let mut v_cached = false;
             for (m, y0) in &lw.qkv {
-                b.linear_fused(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false }, norm);
+                let v_alone = v_to_cache && *y0 == q + kv && m.rows == kv;
+                let cache_row = v_alone.then_some((&v_cache, kv));
+                b.linear_fused(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false }, Fuse { cache_row, ..norm });
+                v_cached |= v_alone;
             }
             b.rope_kv(&cfg, &qkv, qs, &rope, &k_cache, &v_cache, rope_fused);
             let rope = rope_fused.then_some(&rope);
             let quantize = b.int_form(&lw.o);
-            b.attention(&cfg, AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials, rope, quantize });
+            let io = AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials, rope, quantize, v_cached };
+            b.attention(&cfg, io);
             let ffn_in = match &lw.ffn {
                 Ffn::Dense { gate_up, .. } => next_int(&b, qout, gate_up.first().map(|m| &m.0), Some(&lw.ffn_norm)),
                 Ffn::Moe { .. } => None,
@@ -183,7 +193,7 @@ impl Llama {
                     b.rmsnorm(d, cfg.eps, &x, &lw.ffn_norm, &xn, fuse);
                     let glu = fuse && matches!(&gate_up[..], [(m, _)] if m.parts.len() == 1);
                     let down_in = next_int(&b, qout_glu, Some(down).filter(|_| glu), None);
-                    let norm = Fuse { norm: Some((&x, &lw.ffn_norm, cfg.eps)), glu, quant_out: down_in };
+                    let norm = Fuse { norm: Some((&x, &lw.ffn_norm, cfg.eps)), glu, quant_out: down_in, cache_row: None };
                     for (m, y0) in gate_up {
                         b.linear_fused(m, Io { x: &xn, x_stride: d, y: &gu, y_stride: 2 * ffw, y0: *y0, accumulate: false }, norm);
                     }

@@ -534,7 +534,10 @@ pub async fn attention_timed(
         let vc = kv_input(b, "oneshot v cache", v_cache, cfg.kv);
         let o = b.storage("oneshot o", n as u64 * cfg.q_dim() as u64 * 4);
         let partials = b.storage("oneshot partials", partials_bytes(cfg));
-        b.attention(cfg, AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials, rope: None, quantize: false });
+        b.attention(
+            cfg,
+            AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials, rope: None, quantize: false, v_cached: false },
+        );
         Ok(vec![(o, n as u64 * cfg.q_dim() as u64)])
     })
     .await?;
@@ -572,7 +575,17 @@ pub async fn rope_attention(
         b.rope_kv(cfg, &q, qs, &rope, &kc, &vc, fused);
         b.attention(
             cfg,
-            AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials, rope: fused.then_some(&rope), quantize: false },
+            AttentionIo {
+                qkv: &q,
+                q_stride: qs,
+                k_cache: &kc,
+                v_cache: &vc,
+                out: &o,
+                partials: &partials,
+                rope: fused.then_some(&rope),
+                quantize: false,
+                v_cached: false,
+            },
         );
         let words = cache * cfg.kv.bytes() as u64 / 4;
         Ok(vec![(o, n as u64 * cfg.q_dim() as u64), (kc, words), (vc, words)])

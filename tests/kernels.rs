@@ -352,3 +352,32 @@ fn split_ops_keep_next_op_integers() {
         assert_eq!(a, b, "logits at position {pos} with the split ops against without");
     }
 }
+
+/// The value projection of its own (Q6_K beside Q4_K q and k, as in Q4_K_M files) writes decode's
+/// value straight into the V cache (`Tuning::v_to_cache`, `linear::Fuse::cache_row`) and
+/// one-token attention reads it there (`+v-cached`): the same logits, bit for bit, as through
+/// qkv, at every position of a prompt decoded a token at a time and past the key splits' first
+/// chunk; and the path is taken.
+#[test]
+fn value_projection_into_the_cache() {
+    let s = Shape::dense(256, 2, 4, 2, 512, 67);
+    let bytes = model(&s, Scheme::Q4KM, 11).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let load = |on: bool| {
+        let mut gpu = gpu(false);
+        let t = gpu.tuning_mut();
+        (t.cpu, t.fuse, t.splits, t.v_to_cache) = (false, Some(true), Some(3), Some(on));
+        Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(160), ..Default::default() }).unwrap()
+    };
+    let (plain, cached) = (load(false), load(true));
+    let names = |l: &Llama| l.dispatches(&l.plan(1, 100, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
+    let with = |v: &[String], k: &str| v.iter().filter(|n| n.contains(k)).count();
+    let (a, b) = (names(&plain), names(&cached));
+    assert_eq!((with(&a, "+v-cached"), with(&b, "+v-cached")), (0, 2), "one-token attention reading the cache's value, per layer: {b:?}");
+    assert_eq!(a.len(), b.len(), "the same dispatches");
+    let tokens: Vec<u32> = (0..140).map(|i| (i * 7919 + 3) % s.vocab).collect();
+    for (pos, &t) in tokens.iter().enumerate() {
+        let (x, y) = (block_on(plain.forward(&[t], pos as u32)).unwrap(), block_on(cached.forward(&[t], pos as u32)).unwrap());
+        assert_eq!(x, y, "logits at position {pos}, the value through the cache against through qkv");
+    }
+}

@@ -184,6 +184,9 @@ fn check_case_f16(c: &Case) {
             let t = gpu.tuning_mut();
             (t.cpu, t.splits) = (false, Some(4));
         }
+        // (The f32 cache's value projection would write decode's values into the cache, which
+        // takes a uniform of its own: off, so that the two programs differ in the cache alone.)
+        gpu.tuning_mut().v_to_cache = Some(false);
         let (m32, m16) = (load_kv(&gpu, &bytes, KvType::F32), load_kv(&gpu, &bytes, KvType::F16));
         assert_eq!(m16.config.kv, KvType::F16);
         // The cache's bytes halve, and nothing else changes.

@@ -73,12 +73,12 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 })
                 .collect(),
             Kernel::AttentionDecode => vec![
-                Geometry::AttentionDecode { head_dim: 64, group: 4, heads: 2, kv_f16: false, rope: false, sg: 0 },
-                Geometry::AttentionDecode { head_dim: 132, group: 3, heads: 3, kv_f16: true, rope: true, sg: 0 },
-                Geometry::AttentionDecode { head_dim: 20, group: 1, heads: 1, kv_f16: false, rope: true, sg: 32 },
-                Geometry::AttentionDecode { head_dim: 260, group: 2, heads: 2, kv_f16: true, rope: false, sg: 8 },
-                Geometry::AttentionDecode { head_dim: 128, group: 4, heads: 4, kv_f16: false, rope: true, sg: 32 },
-                Geometry::AttentionDecode { head_dim: 64, group: 8, heads: 1, kv_f16: true, rope: true, sg: 8 },
+                Geometry::AttentionDecode { head_dim: 64, group: 4, heads: 2, kv_f16: false, rope: false, sg: 0, v_cached: false },
+                Geometry::AttentionDecode { head_dim: 132, group: 3, heads: 3, kv_f16: true, rope: true, sg: 0, v_cached: false },
+                Geometry::AttentionDecode { head_dim: 20, group: 1, heads: 1, kv_f16: false, rope: true, sg: 32, v_cached: true },
+                Geometry::AttentionDecode { head_dim: 260, group: 2, heads: 2, kv_f16: true, rope: false, sg: 8, v_cached: false },
+                Geometry::AttentionDecode { head_dim: 128, group: 4, heads: 4, kv_f16: false, rope: true, sg: 32, v_cached: false },
+                Geometry::AttentionDecode { head_dim: 64, group: 8, heads: 1, kv_f16: true, rope: true, sg: 8, v_cached: false },
             ],
             Kernel::Attention => [false, true]
                 .into_iter()

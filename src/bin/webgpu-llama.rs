@@ -199,6 +199,15 @@ mod cli {
         /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
         #[arg(long)]
         checked_shaders: bool,
+        /// Wait for each readback by polling in a loop (one CPU core busy, up to 20 ms) instead
+        /// of sleeping in the driver's fence wait: on / off (default: on GPUs, off on CPU
+        /// adapters).
+        #[arg(long)]
+        spin_wait: Option<bool>,
+        /// Where the value projection is a matrix of its own, decode writes its output straight
+        /// into the V cache, beside the q/k projection: on / off (default: on).
+        #[arg(long)]
+        v_to_cache: Option<bool>,
         /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
         #[arg(long)]
         cpu_tile: Option<String>,
@@ -305,6 +314,8 @@ mod cli {
                 t.fuse = Some(self.fuse);
             }
             t.checked_shaders = self.checked_shaders;
+            t.spin_wait = self.spin_wait.or(t.spin_wait);
+            t.v_to_cache = self.v_to_cache.or(t.v_to_cache);
             if let Some(c) = &self.cpu_tile {
                 t.cpu_tile = Some(c.parse()?);
             }
