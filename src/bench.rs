@@ -35,6 +35,9 @@ pub struct BenchOptions {
     /// Decode reading back only the top k of each token's logits, chosen on the GPU
     /// (`Llama::submit_top_k`), instead of all of them with the argmax on the CPU.
     pub top_k: Option<u32>,
+    /// With all logits: copy them out of the readback buffer (`Llama::read`, as `forward`
+    /// returns them) before the argmax, instead of reading them in place (`Llama::read_with`).
+    pub copy_logits: bool,
 }
 
 /// One kernel's share of a profiled batch: the dispatches with the same pipeline label.
@@ -156,6 +159,8 @@ pub struct BenchReport {
     pub ahead_ms: f64,
     /// The top-k readout decode used, if any ([`BenchOptions::top_k`]).
     pub top_k: Option<u32>,
+    /// See [`BenchOptions::copy_logits`].
+    pub copy_logits: bool,
     /// Dispatches per decoded token.
     pub dispatches_per_token: usize,
     /// Weight bytes read per decoded token (the embedding row, every matrix, top-k of E experts).
@@ -195,9 +200,9 @@ impl BenchReport {
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
             self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv
         )
@@ -212,7 +217,12 @@ impl std::fmt::Display for BenchReport {
         let at = if self.depth > 0 { format!(" at depth {}", self.depth) } else { String::new() };
         writeln!(f, "prefill pp{}{at}: {} tok/s", self.prompt, st(&self.prefill_tps))?;
         writeln!(f, "decode tg{}{at}: {} tok/s, {:.3} ms/token", self.gen, st(&self.decode_tps), 1e3 / self.decode_tps.median)?;
-        let readout = self.top_k.map_or("all logits read back, argmax on the CPU".to_string(), |k| format!("top {k} read back (chosen on the GPU)"));
+        let all = if self.copy_logits {
+            "all logits read back, copied out, argmax on the CPU"
+        } else {
+            "all logits read back, argmax on the CPU over the mapped buffer"
+        };
+        let readout = self.top_k.map_or(all.to_string(), |k| format!("top {k} read back (chosen on the GPU)"));
         writeln!(f, "decode readout: {readout}")?;
         writeln!(f, "CPU record+submit per decoded token: {:.3} ms ({:.3} ms of it recording the next step ahead)", self.encode_ms, self.ahead_ms)?;
         writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
@@ -286,20 +296,14 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         let t = Instant::now();
         // With a top-k readout the prompt takes one too, so that the step recorded after it is
         // the one the first decoded token asks for.
-        let (mut logits, mut top) = match opts.top_k {
-            Some(k) => (Vec::new(), Some(first_id(&llama.forward_top_k(&prompt, opts.depth, k).await?)?)),
-            None => (llama.forward(&prompt, opts.depth).await?, None),
+        let mut next = match opts.top_k {
+            Some(k) => first_id(&llama.forward_top_k(&prompt, opts.depth, k).await?)?,
+            None => crate::topk::argmax(&llama.forward(&prompt, opts.depth).await?),
         };
         pre.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
         let t = Instant::now();
         let (mut encode, mut wait, mut pick, mut ahead) = (0.0, 0.0, 0.0, 0.0);
         for i in 0..opts.gen {
-            let tp = Instant::now();
-            let next = match top {
-                Some(id) => id,
-                None => crate::topk::argmax(&logits),
-            };
-            pick += tp.elapsed().as_secs_f64();
             // forward() split in two, to time the CPU side of a token on its own.
             let (te, p0) = (Instant::now(), llama.prepare_seconds());
             let pos = opts.depth + prompt.len() as u32 + i;
@@ -309,12 +313,30 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             };
             encode += te.elapsed().as_secs_f64();
             ahead += llama.prepare_seconds() - p0;
+            // The wait, then the next token's pick: from the top k, or the argmax of the logits
+            // read in place (Llama::read_with), as a native sampler loop would.
             let tw = Instant::now();
-            match opts.top_k {
-                Some(k) => top = Some(first_id(&crate::topk::decode(&llama.read(pending).await?, k))?),
-                None => logits = llama.read(pending).await?,
-            }
-            wait += tw.elapsed().as_secs_f64();
+            let picked = match opts.top_k {
+                Some(k) => {
+                    let top = llama.read(pending).await?;
+                    let tp = Instant::now();
+                    (first_id(&crate::topk::decode(&top, k))?, tp.elapsed().as_secs_f64())
+                }
+                None => {
+                    let argmax = |l: &[f32]| {
+                        let tp = Instant::now();
+                        (crate::topk::argmax(l), tp.elapsed().as_secs_f64())
+                    };
+                    if opts.copy_logits {
+                        argmax(&llama.read(pending).await?)
+                    } else {
+                        llama.read_with(pending, argmax).await?
+                    }
+                }
+            };
+            next = picked.0;
+            pick += picked.1;
+            wait += tw.elapsed().as_secs_f64() - picked.1;
         }
         let per = |s: f64| 1e3 * s / opts.gen.max(1) as f64;
         dec.push(opts.gen.max(1) as f64 / t.elapsed().as_secs_f64());
@@ -345,6 +367,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         pick_ms: Stat::of(picks).median,
         ahead_ms: Stat::of(aheads).median,
         top_k: opts.top_k,
+        copy_logits: opts.copy_logits,
         dispatches_per_token: llama.dispatches_per_token(),
         weight_bytes_per_token: weight_bytes_per_token(g, &llama.config),
         gpu_bytes: llama.gpu_bytes(),

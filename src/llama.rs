@@ -443,7 +443,22 @@ impl Llama {
 
     /// Reads a [`Pending`]'s logits and gives its buffer back.
     pub async fn read(&self, pending: Pending) -> Result<Vec<f32>> {
-        match self.gpu.map_read_with(&pending.buffer, bytemuck::pod_collect_to_vec).await {
+        self.read_with(pending, <[f32]>::to_vec).await
+    }
+
+    /// Reads a [`Pending`]'s logits in place: `f` gets them (the layout of [`Llama::read`]'s)
+    /// straight from the mapped readback buffer, with no copy (a sampler's pass over 128256
+    /// logits then reads them once; as llama.cpp's `llama_get_logits` hands out its own buffer),
+    /// and the buffer goes back to the pool after it returns.
+    ///
+    /// Errors: [`Error::Gpu`] (the buffer could not be mapped, the device was lost).
+    pub async fn read_with<T>(&self, pending: Pending, f: impl FnOnce(&[f32]) -> T) -> Result<T> {
+        // (Mapped ranges are aligned to 8 bytes at least; an odd one would be copied first.)
+        let read = |b: &[u8]| match bytemuck::try_cast_slice(b) {
+            Ok(v) => f(v),
+            Err(_) => f(&bytemuck::pod_collect_to_vec::<u8, f32>(b)),
+        };
+        match self.gpu.map_read_with(&pending.buffer, read).await {
             Ok(d) => {
                 self.recycle(pending);
                 Ok(d)

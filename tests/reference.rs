@@ -293,6 +293,31 @@ fn rerun_from_earlier_position_overwrites_cache() {
     assert!(max_abs(&next, &c.rows[p]) <= TOL);
 }
 
+/// `Llama::read_with` hands a pending call's logits over in place: the reference rows, the same
+/// values `Llama::read` copies out, for the last token's row and for every row; the buffers go
+/// back to the pool (the greedy continuation decodes through them).
+#[test]
+fn logits_read_in_place() {
+    let c = case("stories260K-f32");
+    let gpu = gpu(false);
+    let bytes = std::fs::read(model_path(&c.model)).unwrap();
+    let llama = load(&gpu, &bytes, None);
+    let p = c.prompt.len();
+    let all = block_on(llama.read_with(llama.submit(&c.prompt, 0, true).unwrap(), <[f32]>::to_vec)).unwrap();
+    assert_eq!(all.len(), p * c.vocab);
+    assert!(worst(&all, &c.rows[..p]) <= TOL, "every prompt row, read in place");
+    let copied = block_on(llama.read(llama.submit(&c.prompt, 0, false).unwrap())).unwrap();
+    assert_eq!(&all[(p - 1) * c.vocab..], &copied[..], "the last row in place against copied out");
+    let mut next = argmax(&copied);
+    for j in 1..c.greedy.len() {
+        assert_eq!(next, c.greedy[j - 1], "greedy at row {}", p - 2 + j);
+        let pending = llama.submit(&[next], (p + j - 1) as u32, false).unwrap();
+        let (id, e) = block_on(llama.read_with(pending, |l| (argmax(l), max_abs(l, &c.rows[p - 1 + j])))).unwrap();
+        assert!(e <= TOL, "row {}: max abs {e}", p - 1 + j);
+        next = id;
+    }
+}
+
 /// `KvType` parses the CLI's and JS's spellings and nothing else.
 #[test]
 fn kv_type_names() {

@@ -89,6 +89,10 @@ mod cli {
             /// (`forwardTopK`), instead of all of them (argmax on the CPU).
             #[arg(long)]
             top_k: Option<u32>,
+            /// With all logits: copy each token's logits out of the readback buffer before the
+            /// argmax (as `forward` returns them) instead of reading them in place.
+            #[arg(long)]
+            copy_logits: bool,
             /// Also measure the device's read bandwidth (`shaders/stream.wgsl`, 1 GiB read 32
             /// times, median of 5 passes) and print the decode's weight reads as a share of it.
             #[arg(long)]
@@ -435,12 +439,12 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Bench { model, prompt, depth, gen, ctx, kv, repeats, peak_gbs, json, default_limits, profile, top_k, stream, choices } => {
+            Cmd::Bench { model, prompt, depth, gen, ctx, kv, repeats, peak_gbs, json, default_limits, profile, top_k, copy_logits, stream, choices } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
                 let g = Gguf::parse(bytes.as_slice())?;
-                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k };
+                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
                     println!("{}", report.to_json());
