@@ -36,10 +36,14 @@ fn row_cols() -> u32 {
   return p.cols;
 }
 
-// Token i's output row r: v, or with `accumulate` v added to it; returns what was written.
+// p.accumulate: write token i's row at Y row pos0 + i (linear::AT_POSITION).
+const AT_POSITION: u32 = 2u;
+
+// Token i's output row r: v (at row pos0 + i with AT_POSITION), or with `accumulate` = 1 v added
+// to it; returns what was written.
 fn store(i: u32, r: u32, v: f32) -> f32 {
   var o = i * p.y_stride + p.y0 + r;
-  if (p.accumulate == 2u) { o += st.pos0 * p.y_stride; }
+  if (p.accumulate == AT_POSITION) { o += st.pos0 * p.y_stride; }
   var y = v;
   if (p.accumulate == 1u) { y += Y[o]; }
   Y[o] = y;

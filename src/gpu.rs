@@ -111,16 +111,19 @@ pub struct Tuning {
     /// Natively, wait for a readback by polling the device in a loop (one CPU core busy, for at
     /// most [`SPIN_LIMIT`], then a blocking wait) instead of sleeping in the driver's fence wait,
     /// which wakes up late (CUDA's default wait spins too); `None`: on GPUs, off on CPU adapters
-    /// (whose work would lose the core; by the adapter's name, whatever [`Tuning::cpu`] says). No effect in the browser, whose map promise resolves on
+    /// (whose work would lose the core; by the adapter's name or type, whatever [`Tuning::cpu`]
+    /// says). No effect in the browser, whose map promise resolves on
     /// its own schedule. Measured on an H200 (BENCHMARKS.md v19, tg128 with all logits, off /
     /// on): Llama-3.2-1B shape Q8_0 800 / 859, Q4_K_M 771 / 808, F16 717 / 775; Llama-3-8B
     /// shape Q4_K_M 262 / 269.
     pub spin_wait: Option<bool>,
     /// Where one-token attention fuses RoPE and the cache write (an f32 cache) and the value
     /// projection is a matrix of its own (its format differs from q's and k's, as in most
-    /// Q4_K_M files), the value projection writes the token's value into the V cache itself
-    /// ([`crate::linear::Fuse::cache_row`]), so that it runs alongside the q/k projection;
-    /// `None`: on.
+    /// Q4_K_M files, or the three could not be loaded as one buffer), the value projection
+    /// writes the token's value into the V cache itself ([`crate::linear::Fuse::cache_row`]), so
+    /// that it can run alongside the q/k projection; `None`: on. Measured on an H200
+    /// (BENCHMARKS.md v19, top-1 tg128 off / on): Llama-3-8B shape Q4_K_M 274-277 / 284-286,
+    /// at depth 4096 239.5 / 250.0; Llama-3.2-1B shape Q4_K_M 902-919 / 932-973.
     pub v_to_cache: Option<bool>,
 }
 
@@ -134,7 +137,8 @@ impl Tuning {
 }
 
 /// The longest a readback is waited for in a polling loop ([`Tuning::spin_wait`]): a decode
-/// step's wait, not a long prompt's.
+/// step's wait (0.3-4 ms on an H200 for the Llama-3.2-1B to Llama-3-8B shapes) is spun through;
+/// a long prompt's (seconds) sleeps after this, so that a core is not burned for all of it.
 pub const SPIN_LIMIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A device and queue, natively created or adopted from the host page, plus an error sink.
@@ -370,6 +374,7 @@ impl Gpu {
         let fixed = info.subgroup_min_size == info.subgroup_max_size && info.subgroup_min_size.is_power_of_two() && info.subgroup_min_size <= 64;
         gpu.subgroup = (gpu.device.features().contains(wgpu::Features::SUBGROUP) && fixed).then_some(info.subgroup_min_size);
         gpu.set_cpu(gpu.tuning.cpu || info.device_type == wgpu::DeviceType::Cpu);
+        gpu.cpu_adapter |= info.device_type == wgpu::DeviceType::Cpu;
         // On where the device has them (and is not a CPU) and its tiles fit the workgroup memory:
         // on an H200, pp512 against the f32 kernel 1.27x (1B Q8_0), 1.32x (Q4_K_M), 1.16x (F16),
         // 1.34x (8B Q4_K_M), within 6e-5 of every reference case (BENCHMARKS.md v9).
@@ -463,8 +468,9 @@ impl Gpu {
         self.tuning.spin_wait.unwrap_or(!self.cpu_adapter)
     }
 
-    /// Natively: polls the device until `done` (set by a map callback) is set: in a loop for up
-    /// to [`SPIN_LIMIT`] with [`Gpu::spin_wait`], then (or without it) in one blocking wait.
+    /// Natively: polls the device until `done` (set by a map callback) is set, in a loop for up
+    /// to [`SPIN_LIMIT`] with [`Gpu::spin_wait`]; then (or without it) waits, blocking, for all
+    /// the work submitted so far, after which the callback has run.
     #[cfg(not(target_arch = "wasm32"))]
     fn wait_for(&self, done: &std::sync::atomic::AtomicBool) -> Result<()> {
         let err = |e: wgpu::PollError| Error::Gpu(format!("device poll failed: {e}"));

@@ -263,9 +263,13 @@ pub struct Fuse<'a> {
     /// `(cache, stride)`: the one-token matrix-vector form writes the token's output row into
     /// `cache` (`[ctx][stride]` f32, the op's rows from column 0) at the token's position instead
     /// of into [`Io::y`]: the value projection writing the token's value straight into the V
-    /// cache. Its dispatch then uses no buffer the op before it wrote (the cache is first
-    /// touched in the step's pass here, so wgpu records no barrier before it), and the GPU runs
-    /// it alongside the q/k projection instead of after it. Not with `glu`.
+    /// cache. Its dispatch then writes no buffer used before in the step's pass (the cache is
+    /// first touched there) and reads none the op before it wrote, so wgpu (30) records no
+    /// barrier before it and the GPU can run it alongside the q/k projection instead of after
+    /// it. It cannot where an op comes between them (a quantize op for an integer-form v after
+    /// a q/k projection without it) or for a second part of a split matrix; the results are the
+    /// same either way. Not with `glu`, `accumulate` or `quant_out`; unlike the other fields it
+    /// does not depend on [`crate::gpu::Tuning::fused`].
     pub cache_row: Option<(&'a wgpu::Buffer, u32)>,
 }
 
@@ -432,7 +436,10 @@ impl Builder<'_> {
             // WIDE: the weights again, as vec4s.
             mv_bufs.extend(wide.then_some(&part.buffer));
             // The one-token form's output: Y, or the cache's row of the token (Fuse::cache_row).
-            assert!(!(glu && fuse.cache_row.is_some()), "a cache row is written without SwiGLU");
+            assert!(
+                fuse.cache_row.is_none() || !(glu || io.accumulate || qout.is_some()),
+                "Fuse::cache_row cannot be combined with SwiGLU, accumulate or quant_out"
+            );
             let cache_p = fuse.cache_row.map(|(_, stride)| {
                 let at = LinearParams { y_stride: stride, y0: part.row_start, accumulate: AT_POSITION, ..params };
                 self.uniform("linear cache row", &at)

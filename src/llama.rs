@@ -446,14 +446,18 @@ impl Llama {
         self.read_with(pending, <[f32]>::to_vec).await
     }
 
-    /// Reads a [`Pending`]'s logits in place: `f` gets them (the layout of [`Llama::read`]'s)
-    /// straight from the mapped readback buffer, with no copy (a sampler's pass over 128256
-    /// logits then reads them once; as llama.cpp's `llama_get_logits` hands out its own buffer),
-    /// and the buffer goes back to the pool after it returns.
+    /// Reads a [`Pending`]'s logits in place: `f` gets them straight from the mapped readback
+    /// buffer, with no copy (a sampler's pass over 128256 logits then reads them once; as
+    /// llama.cpp's `llama_get_logits` hands out its own buffer), and the buffer goes back to the
+    /// pool after it returns. The logits are `vocab` f32 per row, rows in token order: the last
+    /// token's alone, or with [`Llama::submit`]'s `all_logits` one per token (for a
+    /// [`Llama::submit_top_k`] call, its `(id, logit)` pairs' bits, which [`crate::topk::decode`]
+    /// reads from [`Llama::read`]'s copy).
     ///
-    /// Errors: [`Error::Gpu`] (the buffer could not be mapped, the device was lost).
+    /// Errors: [`Error::Gpu`] (the buffer could not be mapped, the device was lost, or a GPU
+    /// error was captured).
     pub async fn read_with<T>(&self, pending: Pending, f: impl FnOnce(&[f32]) -> T) -> Result<T> {
-        // (Mapped ranges are aligned to 8 bytes at least; an odd one would be copied first.)
+        // (Mapped memory is 4-byte aligned in practice; otherwise it is copied first.)
         let read = |b: &[u8]| match bytemuck::try_cast_slice(b) {
             Ok(v) => f(v),
             Err(_) => f(&bytemuck::pod_collect_to_vec::<u8, f32>(b)),

@@ -380,4 +380,11 @@ fn value_projection_into_the_cache() {
         let (x, y) = (block_on(plain.forward(&[t], pos as u32)).unwrap(), block_on(cached.forward(&[t], pos as u32)).unwrap());
         assert_eq!(x, y, "logits at position {pos}, the value through the cache against through qkv");
     }
+    // One-token steps between multi-token batches (whose values rope_kv writes from qkv), and a
+    // step re-run from an earlier position (its cache row overwritten).
+    let calls: [(&[u32], u32); 6] = [(&tokens[..5], 0), (&tokens[5..6], 5), (&tokens[6..9], 6), (&tokens[9..10], 9), (&tokens[40..41], 7), (&tokens[8..9], 8)];
+    for (chunk, pos) in calls {
+        let (x, y) = (block_on(plain.forward(chunk, pos)).unwrap(), block_on(cached.forward(chunk, pos)).unwrap());
+        assert_eq!(x, y, "logits of {} tokens at position {pos}", chunk.len());
+    }
 }

@@ -293,9 +293,9 @@ fn rerun_from_earlier_position_overwrites_cache() {
     assert!(max_abs(&next, &c.rows[p]) <= TOL);
 }
 
-/// `Llama::read_with` hands a pending call's logits over in place: the reference rows, the same
-/// values `Llama::read` copies out, for the last token's row and for every row; the buffers go
-/// back to the pool (the greedy continuation decodes through them).
+/// `Llama::read_with` hands a pending call's logits over in place: every prompt row within the
+/// tolerance of the reference, the last row equal to what `Llama::read` copies out of the same
+/// call run again, and a greedy continuation through pooled readback buffers.
 #[test]
 fn logits_read_in_place() {
     let c = case("stories260K-f32");
@@ -306,8 +306,9 @@ fn logits_read_in_place() {
     let all = block_on(llama.read_with(llama.submit(&c.prompt, 0, true).unwrap(), <[f32]>::to_vec)).unwrap();
     assert_eq!(all.len(), p * c.vocab);
     assert!(worst(&all, &c.rows[..p]) <= TOL, "every prompt row, read in place");
+    let last = block_on(llama.read_with(llama.submit(&c.prompt, 0, false).unwrap(), <[f32]>::to_vec)).unwrap();
     let copied = block_on(llama.read(llama.submit(&c.prompt, 0, false).unwrap())).unwrap();
-    assert_eq!(&all[(p - 1) * c.vocab..], &copied[..], "the last row in place against copied out");
+    assert_eq!(last, copied, "the last row in place against copied out");
     let mut next = argmax(&copied);
     for j in 1..c.greedy.len() {
         assert_eq!(next, c.greedy[j - 1], "greedy at row {}", p - 2 + j);
@@ -315,6 +316,32 @@ fn logits_read_in_place() {
         let (id, e) = block_on(llama.read_with(pending, |l| (argmax(l), max_abs(l, &c.rows[p - 1 + j])))).unwrap();
         assert!(e <= TOL, "row {}: max abs {e}", p - 1 + j);
         next = id;
+    }
+}
+
+/// Readbacks waited for by polling (`Tuning::spin_wait`, off by default on CPU adapters): a
+/// 300-token prompt's rows in one call (a long wait, past `gpu::SPIN_LIMIT` on slow adapters,
+/// so the blocking wait after the loop is taken too) and one-token steps (short waits), every
+/// row within the tolerance of the reference.
+#[test]
+fn spin_wait_reads_the_reference_rows() {
+    let c = case("stories260K-f32-long300");
+    let mut gpu = gpu(false);
+    gpu.tuning_mut().spin_wait = Some(true);
+    assert!(gpu.spin_wait());
+    let bytes = std::fs::read(model_path(&c.model)).unwrap();
+    let llama = load(&gpu, &bytes, None);
+    let p = c.prompt.len();
+    let t = std::time::Instant::now();
+    let all = block_on(llama.forward_all(&c.prompt, 0)).unwrap();
+    println!("spin wait: {p} prompt rows in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    assert!(worst(&all, &c.rows[..p]) <= TOL, "the prompt's rows");
+    let mut next = argmax(&all[(p - 1) * c.vocab..]);
+    for j in 1..c.greedy.len() {
+        assert_eq!(next, c.greedy[j - 1], "greedy at row {}", p - 2 + j);
+        let row = block_on(llama.forward(&[next], (p + j - 1) as u32)).unwrap();
+        assert!(max_abs(&row, &c.rows[p - 1 + j]) <= TOL, "row {}", p - 1 + j);
+        next = argmax(&row);
     }
 }
 
