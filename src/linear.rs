@@ -440,14 +440,11 @@ impl Builder<'_> {
                 fuse.cache_row.is_none() || !(glu || io.accumulate || qout.is_some()),
                 "Fuse::cache_row cannot be combined with SwiGLU, accumulate or quant_out"
             );
-            let cache_p = fuse.cache_row.map(|(_, stride)| {
+            let cache = fuse.cache_row.map(|(cache, stride)| {
                 let at = LinearParams { y_stride: stride, y0: part.row_start, accumulate: AT_POSITION, ..params };
-                self.uniform("linear cache row", &at)
+                (self.uniform("linear cache row", &at), cache)
             });
-            let (one_p, one_y) = match (&cache_p, fuse.cache_row) {
-                (Some(c), Some((cache, _))) => (c, cache),
-                _ => (&mv_p, io.y),
-            };
+            let (one_p, one_y) = cache.as_ref().map_or((&mv_p, io.y), |(p, cache)| (p, *cache));
             let mut one_bufs = mv_bufs.clone();
             (one_bufs[0], one_bufs[4]) = (one_p, one_y);
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
