@@ -178,9 +178,29 @@ pub fn fuses_rope(gpu: &Gpu, cfg: &Config) -> bool {
     decode_kernel(gpu, cfg) && gpu.tuning().fused()
 }
 
-/// Bytes of the partial-results buffer attention's key splits need.
+/// Whether one-token attention with RoPE fused in ([`fuses_rope`]) also merges its key splits
+/// itself (`attention_decode.wgsl`'s `COMBINE`: the last workgroup of each head group to finish
+/// merges them), so that the combine dispatch runs only for batches of 2 to
+/// [`SPLIT_MAX_TOKENS`] tokens; unless [`crate::gpu::Tuning::fused_combine`] is off, or the
+/// device binds fewer than 8 storage buffers a stage (the kernel's, with the output's integers).
+/// It saves one dependent dispatch a layer: measured on an H200 (BENCHMARKS.md v19, a build
+/// without the combine), 4 us a layer on the Llama-3.2-1B shape and 7 on the 8B.
+pub fn fuses_combine(gpu: &Gpu, cfg: &Config) -> bool {
+    fuses_rope(gpu, cfg) && gpu.tuning().fused_combine.unwrap_or(true) && gpu.limits().max_storage_buffers_per_shader_stage >= 8
+}
+
+/// Where the tickets of [`fuses_combine`] start in the partials buffer, in u32s: after the
+/// partials of [`MAX_SPLITS`] splits of [`SPLIT_MAX_TOKENS`] tokens (more than the merge's
+/// layout, whose blocks of a head group's split are padded to 128-byte lines, takes).
+pub fn tickets_at(cfg: &Config) -> u32 {
+    MAX_SPLITS * SPLIT_MAX_TOKENS * cfg.n_heads * (cfg.head_dim + 2)
+}
+
+/// Bytes of the partial-results buffer attention's key splits need: the partials, then one
+/// ticket (a u32, zero between dispatches) per query head ([`fuses_combine`]'s head groups are
+/// fewer).
 pub fn partials_bytes(cfg: &Config) -> u64 {
-    MAX_SPLITS as u64 * SPLIT_MAX_TOKENS as u64 * cfg.n_heads as u64 * (cfg.head_dim as u64 + 2) * 4
+    (tickets_at(cfg) as u64 + cfg.n_heads as u64) * 4
 }
 
 /// The buffers one attention op reads and writes.
@@ -253,17 +273,32 @@ impl Builder<'_> {
             variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionTiled, format: None, geometry }, &bufs[..6]));
             variants.len() - 1
         });
+        // The output projection's integers, for one-token batches: by a quantize op where the
+        // keys are not split, else by whichever merges the splits (the decode kernel or the
+        // combine). (The pool's buffers, taken here for the decode kernel's bindings: the
+        // quantize op, appended after attention, takes the same ones.)
+        let quant = io.quantize && cfg.head_dim % crate::quantize::HALF == 0 && cfg.head_dim <= COMBINE_QUANT_MAX_HD;
+        let quant_bufs = quant.then(|| self.quant_buffers((q_dim / crate::quantize::HALF) as u64, None));
         // One-token batches on GPUs: the decode kernel.
+        let merges = io.rope.is_some() && fuses_combine(self.gpu, cfg);
         let one = decode_kernel(self.gpu, cfg).then(|| {
             let sg = Some(self.gpu.tuning().reduce_subgroup).filter(|&s| s >= 2 && 64 % s == 0).unwrap_or(0);
             let heads = decode_heads(self.gpu, cfg);
             let (kv_f16, rope) = (cfg.kv == KvType::F16, io.rope.is_some());
-            let geometry = Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, heads, kv_f16, rope, sg, v_cached: io.v_cached };
+            let (combine, v_cached) = (merges, io.v_cached);
+            let tickets = if merges { tickets_at(cfg) } else { 0 };
+            let geometry =
+                Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, heads, kv_f16, rope, sg, v_cached, combine, quant: merges && quant, tickets };
             let mut with_rope = bufs.to_vec();
             with_rope.extend(io.rope);
+            if let Some((xq, xs)) = quant_bufs.as_ref().filter(|_| merges) {
+                with_rope.extend([xq, xs]);
+            }
             variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &with_rope));
             (variants.len() - 1, g / heads)
         });
+        // The decode kernel merges one-token batches' splits itself.
+        let merged = move |b: &Batch| merges && one.is_some() && b.n_tokens == 1;
         let n_kv = cfg.n_kv_heads;
         self.op(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
@@ -281,10 +316,8 @@ impl Builder<'_> {
         let cp = CombineParams { n_heads: cfg.n_heads, head_dim: cfg.head_dim, o_stride: q_dim, pad: 0 };
         let c = self.uniform("attention combine", &cp);
         let mut cbufs = vec![&c, &step, io.partials, io.out];
-        // The output projection's integers: by a quantize op where the keys are not split (the
-        // combine does not run), else by the combine.
-        let quant = (io.quantize && cfg.head_dim % crate::quantize::HALF == 0 && cfg.head_dim <= COMBINE_QUANT_MAX_HD)
-            .then(|| self.quantized_when(io.out, q_dim, q_dim, None, |b| b.splits == 1));
+        let quant = quant.then(|| self.quantized_when(io.out, q_dim, q_dim, None, |b| b.splits == 1));
+        assert_eq!(quant, quant_bufs, "the quantize op writes the integers the decode kernel would");
         if let Some((xq, xs)) = &quant {
             cbufs.extend([xq, xs]);
         }
@@ -295,7 +328,7 @@ impl Builder<'_> {
         let kernels = [Kernel::AttentionCombine, Kernel::AttentionCombineWide];
         let combine = kernels[..1 + wide as usize].iter().map(|&kernel| self.variant(PipelineKey { kernel, format: None, geometry }, &cbufs)).collect();
         let n_heads = cfg.n_heads;
-        self.op(combine, move |b| (b.splits > 1).then_some(((wide && b.splits > WIDE_COMBINE_SPLITS) as usize, [n_heads, b.n_tokens, 1])));
+        self.op(combine, move |b| (b.splits > 1 && !merged(b)).then_some(((wide && b.splits > WIDE_COMBINE_SPLITS) as usize, [n_heads, b.n_tokens, 1])));
         if quant.is_some() {
             self.mark_quantized_read();
         }

@@ -125,6 +125,10 @@ pub struct Tuning {
     /// (BENCHMARKS.md v19, top-1 tg128 off / on): Llama-3-8B shape Q4_K_M 274-277 / 284-286,
     /// at depth 4096 239.5 / 250.0; Llama-3.2-1B shape Q4_K_M 902-919 / 932-973.
     pub v_to_cache: Option<bool>,
+    /// One-token attention merges its key splits itself, in the last workgroup of each head
+    /// group to finish, instead of a combine dispatch after it
+    /// ([`crate::attention::fuses_combine`]); `None`: on where RoPE is fused in.
+    pub fused_combine: Option<bool>,
 }
 
 impl Tuning {
@@ -215,6 +219,7 @@ impl Gpu {
                 checked_shaders: false,
                 spin_wait: None,
                 v_to_cache: None,
+                fused_combine: None,
             },
         };
         gpu.set_cpu(cpu);

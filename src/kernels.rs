@@ -455,6 +455,15 @@ pub enum Geometry {
         /// With `rope`: the token's value is already in the V cache (the value projection wrote
         /// it there, `linear::Fuse::cache_row`): read from there, and only the key written.
         v_cached: bool,
+        /// With `rope`: the key splits are merged by the last workgroup of each head group to
+        /// finish (`COMBINE`), not by a combine dispatch ([`crate::attention::fuses_combine`]).
+        combine: bool,
+        /// With `combine`: the merge also writes the heads' output as
+        /// `shaders/quantize_half.wgsl`'s integers (`QUANT`, as [`Geometry::Combine`]'s).
+        quant: bool,
+        /// With `combine`: where the tickets start in the partials buffer, in u32s
+        /// ([`crate::attention::tickets_at`]).
+        tickets: u32,
     },
     /// RMSNorm: `rows` token rows per workgroup, one invocation each, no barriers
     /// (`shaders/rmsnorm.wgsl`'s CPU form, for CPU adapters), or 0: a workgroup per row (the GPU
@@ -608,10 +617,12 @@ impl PipelineKey {
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
             Geometry::AttentionTiled { head_dim, bkv, .. } => s += &format!(" hd{head_dim} bkv{bkv}"),
-            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, v_cached, .. } => {
+            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, v_cached, combine, quant, .. } => {
                 s += &format!(" hd{head_dim} g{group}{}{}", if heads < group { format!("/{heads}") } else { String::new() }, if rope { " +rope" } else { "" });
-                if v_cached {
-                    s += " +v-cached";
+                for (on, name) in [(v_cached, " +v-cached"), (combine, " +combine"), (quant, " +quant")] {
+                    if on {
+                        s += name;
+                    }
                 }
                 if sg != 0 {
                     s += &format!(" sg{sg}");
@@ -720,7 +731,7 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::AttentionTiled { head_dim, bkv, .. } => {
             s += &format!("const HD: u32 = {head_dim}u;\nconst HD4: u32 = {}u;\nconst BKV: u32 = {bkv}u;\n", head_dim.div_ceil(4))
         }
-        Geometry::AttentionDecode { head_dim, group, heads, sg, .. } => {
+        Geometry::AttentionDecode { head_dim, group, heads, sg, tickets, .. } => {
             // Key groups: the largest power of two of NDG-thread groups that fits 64 threads, so
             // that its groups of 64 / KG keys cover the 64 keys of a chunk exactly.
             let groups = (64 / (head_dim / 4).max(1)).max(1);
@@ -728,7 +739,10 @@ pub fn compose(key: &PipelineKey) -> String {
             s += &format!(
                 "const HD: u32 = {head_dim}u;\nconst GQ: u32 = {group}u;\nconst G: u32 = {heads}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\nconst SG: u32 = {sg}u;\n",
                 head_dim.div_ceil(256)
-            )
+            );
+            // The merge's layout (COMBINE): a head group's split in whole 128-byte lines.
+            let gs = (heads * (head_dim + 2)).next_multiple_of(32);
+            s += &format!("const GS: u32 = {gs}u;\nconst MAX_SPLITS: u32 = {}u;\nconst TICKETS: u32 = {}u;\n", crate::attention::MAX_SPLITS, tickets.max(1));
         }
         Geometry::CpuTile(_) | Geometry::CpuAttention { .. } | Geometry::RopeKv { .. } | Geometry::NormRows { .. } | Geometry::Combine { .. } => {
             for (name, v) in consts(key) {
@@ -753,7 +767,8 @@ pub fn compose(key: &PipelineKey) -> String {
     }
     // The writers of the integer form's activations share their maths.
     let qout = consts(key).contains(&("QOUT", 1));
-    if key.kernel == Kernel::Quantize || key.geometry == (Geometry::Combine { quant: true }) || qout {
+    let quant = matches!(key.geometry, Geometry::Combine { quant: true } | Geometry::AttentionDecode { quant: true, .. });
+    if key.kernel == Kernel::Quantize || quant || qout {
         s += include_str!("../shaders/quantize_half.wgsl");
         s += "\n";
     }
@@ -819,8 +834,16 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup), ("KV16", kv_f16 as u32)]
         }
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
-        Geometry::AttentionDecode { kv_f16, rope, sg, v_cached, .. } => {
-            vec![("KV16", kv_f16 as u32), ("ROPE", rope as u32), ("SG", sg), ("VCACHED", (rope && v_cached) as u32)]
+        Geometry::AttentionDecode { kv_f16, rope, sg, v_cached, combine, quant, .. } => {
+            let combine = rope && combine;
+            vec![
+                ("KV16", kv_f16 as u32),
+                ("ROPE", rope as u32),
+                ("SG", sg),
+                ("VCACHED", (rope && v_cached) as u32),
+                ("COMBINE", combine as u32),
+                ("QUANT", (combine && quant) as u32),
+            ]
         }
         Geometry::AttentionTiled { head_dim, kv_f16, .. } => vec![("KV16", kv_f16 as u32), ("Q4", (head_dim % 4 == 0) as u32)],
         Geometry::Attention { kv_f16, .. } | Geometry::RopeKv { kv_f16 } => vec![("KV16", kv_f16 as u32)],

@@ -17,7 +17,7 @@ use webgpu_llama::gguf::GgufWriter;
 use webgpu_llama::reference::Reference;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
-use webgpu_llama::{Gguf, Llama, LoadOptions};
+use webgpu_llama::{Gguf, KvType, Llama, LoadOptions};
 
 /// Runs `positions` tokens one at a time on the GPU and the CPU reference; returns the worst
 /// max-abs difference relative to the largest reference logit.
@@ -350,6 +350,44 @@ fn split_ops_keep_next_op_integers() {
     for (pos, chunk) in [(0, &tokens[..]), (64, &tokens[..1])] {
         let (a, b) = (block_on(plain.forward(chunk, pos)).unwrap(), block_on(split.forward(chunk, pos)).unwrap());
         assert_eq!(a, b, "logits at position {pos} with the split ops against without");
+    }
+}
+
+/// One-token attention merges its key splits itself (`attention_decode.wgsl`'s COMBINE: the last
+/// workgroup of each head group to finish, through a ticket after the partials) instead of a
+/// combine dispatch: the same logits (within 1e-5 of the largest: the merge is an online softmax
+/// over the splits, the combine's maths in another order) with 3, 7 and 128 splits (most of the last
+/// empty) and by default, at every position of a prompt decoded a token at a time across
+/// several 64-key chunks, for an f32 and an f16 cache, the merge also writing the output
+/// projection's integers (`+quant`); two workgroups per KV head (GQA 4, 2 heads each)
+/// keep separate tickets; batches of 3 tokens still take the combine dispatch.
+#[test]
+fn decode_merges_its_key_splits() {
+    let s = Shape::dense(256, 2, 8, 2, 512, 67);
+    let bytes = model(&s, Scheme::Q4KM, 13).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    for (kv, splits) in [(KvType::F32, Some(3)), (KvType::F32, Some(7)), (KvType::F32, Some(128)), (KvType::F32, None), (KvType::F16, Some(5))] {
+        let load = |on: bool| {
+            let mut gpu = gpu(false);
+            let t = gpu.tuning_mut();
+            (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(on), Some(true));
+            Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(200), kv, ..Default::default() }).unwrap()
+        };
+        let (plain, merged) = (load(false), load(true));
+        let names = |l: &Llama, n: u32| l.dispatches(&l.plan(n, 150, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
+        let with = |v: &[String], k: &str| v.iter().filter(|n| n.contains(k)).count();
+        let (a, b) = (names(&plain, 1), names(&merged, 1));
+        assert_eq!((with(&a, "+combine"), with(&b, "+combine +quant")), (0, 2), "{kv:?} {splits:?}: {b:?}");
+        assert_eq!((with(&a, "attention_combine"), with(&b, "attention_combine")), (2, 0), "{kv:?} {splits:?}: one combine dispatch a layer fewer");
+        assert_eq!(with(&names(&merged, 3), "attention_combine"), 2, "3-token batches merge by the combine dispatch");
+        let tokens: Vec<u32> = (0..190).map(|i| (i * 7919 + 3) % s.vocab).collect();
+        for (pos, &t) in tokens.iter().enumerate() {
+            let (x, y) = (block_on(plain.forward(&[t], pos as u32)).unwrap(), block_on(merged.forward(&[t], pos as u32)).unwrap());
+            let err = relative_err(&y, &x.iter().map(|&v| v as f64).collect::<Vec<_>>());
+            assert!(err < 1e-5, "{kv:?} {splits:?}: logits at position {pos}, merged in attention against by the combine: {err:e}");
+        }
+        let (x, y) = (block_on(plain.forward(&tokens[..3], 60)).unwrap(), block_on(merged.forward(&tokens[..3], 60)).unwrap());
+        assert_eq!(x, y, "{kv:?} {splits:?}: a 3-token batch (the combine dispatch in both)");
     }
 }
 

@@ -72,14 +72,23 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                     ]
                 })
                 .collect(),
-            Kernel::AttentionDecode => vec![
-                Geometry::AttentionDecode { head_dim: 64, group: 4, heads: 2, kv_f16: false, rope: false, sg: 0, v_cached: false },
-                Geometry::AttentionDecode { head_dim: 132, group: 3, heads: 3, kv_f16: true, rope: true, sg: 0, v_cached: false },
-                Geometry::AttentionDecode { head_dim: 20, group: 1, heads: 1, kv_f16: false, rope: true, sg: 32, v_cached: true },
-                Geometry::AttentionDecode { head_dim: 260, group: 2, heads: 2, kv_f16: true, rope: false, sg: 8, v_cached: false },
-                Geometry::AttentionDecode { head_dim: 128, group: 4, heads: 4, kv_f16: false, rope: true, sg: 32, v_cached: false },
-                Geometry::AttentionDecode { head_dim: 64, group: 8, heads: 1, kv_f16: true, rope: true, sg: 8, v_cached: false },
-            ],
+            // (head dim, GQA group, heads a workgroup, f16 cache, RoPE fused, subgroup size,
+            // value cached, splits merged, integers written)
+            Kernel::AttentionDecode => [
+                (64, 4, 2, false, false, 0, false, false, false),
+                (132, 3, 3, true, true, 0, false, true, false),
+                (20, 1, 1, false, true, 32, true, false, false),
+                (260, 2, 2, true, false, 8, false, false, false),
+                (128, 4, 4, false, true, 32, true, true, true),
+                (128, 4, 4, false, true, 32, false, false, false),
+                (64, 8, 1, true, true, 8, false, true, true),
+            ]
+            .into_iter()
+            .map(|(head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant)| {
+                let tickets = if combine { 1 << 20 } else { 0 };
+                Geometry::AttentionDecode { head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant, tickets }
+            })
+            .collect(),
             Kernel::Attention => [false, true]
                 .into_iter()
                 .flat_map(|kv_f16| {

@@ -212,6 +212,11 @@ mod cli {
         /// into the V cache, beside the q/k projection: on / off (default: on).
         #[arg(long)]
         v_to_cache: Option<bool>,
+        /// One-token attention merges its key splits itself (the last workgroup of each head
+        /// group to finish) instead of a combine dispatch: on / off (default: on where RoPE is
+        /// fused into it).
+        #[arg(long)]
+        fused_combine: Option<bool>,
         /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
         #[arg(long)]
         cpu_tile: Option<String>,
@@ -320,6 +325,7 @@ mod cli {
             t.checked_shaders = self.checked_shaders;
             t.spin_wait = self.spin_wait.or(t.spin_wait);
             t.v_to_cache = self.v_to_cache.or(t.v_to_cache);
+            t.fused_combine = self.fused_combine.or(t.fused_combine);
             if let Some(c) = &self.cpu_tile {
                 t.cpu_tile = Some(c.parse()?);
             }
