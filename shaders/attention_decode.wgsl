@@ -3,7 +3,8 @@
 // with, and attention.wgsl's tile loop (a barrier-separated load, score, sum and softmax per 16
 // keys) leaves a decode step waiting on memory several times per tile. Here each workgroup takes
 // G of one KV head's GQ query heads and one key split (flash-decoding: partials merged by
-// attention_combine(_wide).wgsl, as attention.wgsl writes them) and walks its keys 64 at a time in
+// attention_combine(_wide).wgsl, as attention.wgsl writes them, or here, COMBINE below) and
+// walks its keys 64 at a time in
 // three steps:
 //   1. thread j reads key j's row (HD / 4 vector loads, 16 in flight at a time) and scores it
 //      against the workgroup's G query heads (q in workgroup memory);
@@ -36,10 +37,12 @@
 // counter after the partials, from `TICKETS` on), and the group's last workgroup to finish (the
 // last-block pattern of CUDA's threadFenceReduction sample) merges them (`merge`) and resets
 // the ticket. A storage barrier (device scope in SPIR-V) orders a workgroup's partials before
-// its ticket. The partials are laid out per head group ([group][split] blocks of G heads,
-// each block whole 128-byte lines, `GS` floats), so that no other workgroup's reads can have
-// left a line of them in the merging one's cache: only a group's merge reads its blocks.
-// (Atomic loads of them were slower: the merge took 6-8 us against about 2.) With `QUANT` it
+// its ticket, another the merging workgroup's reads after it. (WGSL promises storageBarrier
+// only within a workgroup; naga's SPIR-V makes it device scope, which this relies on:
+// attention::fuses_combine keeps it to Vulkan.) The partials are laid out per head group
+// ([group][split] blocks of G heads, each block whole 128-byte lines, `GS` floats), so that
+// no other workgroup's reads can have left a line of them in the merging one's cache: only a
+// group's merge reads its blocks. With `QUANT` it
 // also writes the G heads' output rows as quantize_half.wgsl's integers (bindings 8 XQW, 9
 // XSW; head dims a multiple of 16), as the combine's QUANT does.
 // Bindings as attention.wgsl's. Grid (GQ / G, n_kv, splits).
@@ -200,6 +203,9 @@ fn merge(group: u32, h0: u32, j: u32, ns: u32) {
   storageBarrier();
   if (j == 0u) { TICKET = atomicAdd(&partials.tickets[group], 1u); }
   if (workgroupUniformLoad(&TICKET) + 1u < ns) { return; }
+  // (Acquire: the other workgroups' partials after the ticket. On an H200 a release barrier
+  // on the merging workgroup's path cost nothing measurable: BENCHMARKS.md v20, nofence.)
+  storageBarrier();
   if (j == 0u) { atomicStore(&partials.tickets[group], 0u); }
   for (var i = j; i < G * NDG; i += 64u) {
     let b0 = partial(group, 0u, i / NDG);
@@ -211,9 +217,9 @@ fn merge(group: u32, h0: u32, j: u32, ns: u32) {
       var ml: array<vec2<f32>, 8>; // split s0 + u's max and sum
       var a: array<vec4<f32>, 8>;
       for (var u = 0u; u < 8u; u++) {
-        let o = min(s0 + u, ns - 1u) * GS;
-        ml[u] = vec2<f32>(partials.p[b0 + o + HD], partials.p[b0 + o + HD + 1u]);
-        a[u] = vec4<f32>(partials.p[d0 + o], partials.p[d0 + o + 1u], partials.p[d0 + o + 2u], partials.p[d0 + o + 3u]);
+        let at = min(s0 + u, ns - 1u) * GS;
+        ml[u] = vec2<f32>(partials.p[b0 + at + HD], partials.p[b0 + at + HD + 1u]);
+        a[u] = vec4<f32>(partials.p[d0 + at], partials.p[d0 + at + 1u], partials.p[d0 + at + 2u], partials.p[d0 + at + 3u]);
       }
       // The 8 splits' max, one rescale, then their weights (independent, not a chain of
       // rescales). A split without keys has sum 0 and adds nothing.

@@ -151,8 +151,8 @@ pub fn tiled_kernel(gpu: &Gpu, cfg: &Config) -> bool {
 /// device's, unless [`crate::gpu::Tuning::decode_attention`] is off.
 pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     let g = cfg.n_heads / cfg.n_kv_heads;
-    // (q, scores, sums, own-key weights per head; the own key once.)
-    let shared = g * (4 * cfg.head_dim + 64 * 4 + 64 * 16 + 4) + 4 * cfg.head_dim;
+    // (q, scores, sums, own-key weights per head; the own key and the merge's ticket once.)
+    let shared = g * (4 * cfg.head_dim + 64 * 4 + 64 * 16 + 4) + 4 * cfg.head_dim + 4;
     gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && shared <= gpu.limits().max_compute_workgroup_storage_size
 }
 
@@ -181,14 +181,19 @@ pub fn fuses_rope(gpu: &Gpu, cfg: &Config) -> bool {
 /// Whether one-token attention with RoPE fused in ([`fuses_rope`]) also merges its key splits
 /// itself (`attention_decode.wgsl`'s `COMBINE`: the last workgroup of each head group to finish
 /// merges them), so that the combine dispatch runs only for batches of 2 to
-/// [`SPLIT_MAX_TOKENS`] tokens; unless [`crate::gpu::Tuning::fused_combine`] is off, or the
-/// device binds fewer than 8 storage buffers a stage (the kernel's, with the output's integers).
+/// [`SPLIT_MAX_TOKENS`] tokens; where [`crate::gpu::Tuning::fused_combine`] is on (by default
+/// natively on Vulkan only) and the device binds 8 storage buffers a stage (the kernel's, with
+/// the output's integers). The merge needs one workgroup's storage writes to be visible to
+/// another after a `storageBarrier()` and an atomic: naga's SPIR-V makes that barrier device
+/// scope, while WGSL itself promises it only within a workgroup (Metal's
+/// `threadgroup_barrier(mem_device)` likewise), so the browser and other backends keep the
+/// combine dispatch.
 /// It saves one dependent dispatch a layer. Measured on an H200 (BENCHMARKS.md v20), decode
 /// tg128 after pp512, all logits, with the combine dispatch / merged: Llama-3-8B shape Q4_K_M
 /// 281.6 / 292.3 tok/s (one pass 3358 / 3219 us), Llama-3.2-1B shape Q8_0 918.2 / 923.5, F16
 /// 827.9 / 848.7.
 pub fn fuses_combine(gpu: &Gpu, cfg: &Config) -> bool {
-    fuses_rope(gpu, cfg) && gpu.tuning().fused_combine.unwrap_or(true) && gpu.limits().max_storage_buffers_per_shader_stage >= 8
+    fuses_rope(gpu, cfg) && gpu.tuning().fused_combine.unwrap_or(false) && gpu.limits().max_storage_buffers_per_shader_stage >= 8
 }
 
 /// Where the tickets of [`fuses_combine`] start in the partials buffer, in u32s: after the
@@ -224,9 +229,10 @@ pub struct AttentionIo<'a> {
     /// `rope_kv` must skip them), else `None`.
     pub rope: Option<&'a wgpu::Buffer>,
     /// The output of one-token batches is read by the integer form of the output projection
-    /// (`shaders/quantize.wgsl`'s integers, [`Builder::quantized`]): the combine writes them
-    /// with the output where it can ([`crate::kernels::Geometry::Combine`]), a quantize op where
-    /// keys are not split.
+    /// (`shaders/quantize.wgsl`'s integers, [`Builder::quantized`]): whatever merges the key
+    /// splits writes them with the output where it can (the decode kernel's merge,
+    /// [`fuses_combine`], or the combine, [`crate::kernels::Geometry::Combine`]), a quantize op
+    /// where keys are not split.
     pub quantize: bool,
     /// With `rope`: one-token batches' value projection wrote the token's value into `v_cache`
     /// itself ([`crate::linear::Fuse::cache_row`]; `qkv`'s v columns are not written then).
@@ -234,9 +240,10 @@ pub struct AttentionIo<'a> {
 }
 
 impl Builder<'_> {
-    /// Attention of the batch's tokens over the cache, then (when keys are split) the combine;
-    /// with [`AttentionIo::quantize`], between them the quantize op of the output's integers
-    /// (run where keys are not split; the combine writes them where they are).
+    /// Attention of the batch's tokens over the cache, then (when keys are split, unless the
+    /// decode kernel merges them itself, [`fuses_combine`]) the combine; with
+    /// [`AttentionIo::quantize`], between them the quantize op of the output's integers (run
+    /// where keys are not split; whatever merges them writes them where they are).
     pub fn attention(&mut self, cfg: &Config, io: AttentionIo<'_>) {
         let shared = self.gpu.limits().max_compute_workgroup_storage_size;
         let g = cfg.n_heads / cfg.n_kv_heads;

@@ -127,8 +127,9 @@ pub struct Tuning {
     pub v_to_cache: Option<bool>,
     /// One-token attention merges its key splits itself, in the last workgroup of each head
     /// group to finish, instead of a combine dispatch after it
-    /// ([`crate::attention::fuses_combine`]); `None`: on where RoPE is fused in. Measured on an
-    /// H200 (BENCHMARKS.md v20): Llama-3-8B shape Q4_K_M tg128 281.6 -> 292.3 tok/s.
+    /// ([`crate::attention::fuses_combine`]), where RoPE is fused in; `None`: off ([`Gpu::native`]
+    /// turns it on for Vulkan devices). Measured on an H200 (BENCHMARKS.md v20): Llama-3-8B shape
+    /// Q4_K_M tg128 281.6 -> 292.3 tok/s.
     pub fused_combine: Option<bool>,
 }
 
@@ -389,6 +390,9 @@ impl Gpu {
         // device has integer dot products, a bit-field polyfill elsewhere; Metal and D3D12 are
         // unmeasured): H200, 8B Q4_K_M decode 160.6 -> 245.8 tok/s (BENCHMARKS.md v10).
         gpu.tuning.int_dot = Some(info.backend == wgpu::Backend::Vulkan);
+        // The key splits' merge inside attention on Vulkan only, where naga's storageBarrier is
+        // device scope (see attention::fuses_combine).
+        gpu.tuning.fused_combine = Some(info.backend == wgpu::Backend::Vulkan);
         Ok(gpu)
     }
 

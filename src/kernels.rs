@@ -767,7 +767,7 @@ pub fn compose(key: &PipelineKey) -> String {
     }
     // The writers of the integer form's activations share their maths.
     let qout = consts(key).contains(&("QOUT", 1));
-    let quant = matches!(key.geometry, Geometry::Combine { quant: true } | Geometry::AttentionDecode { quant: true, .. });
+    let quant = matches!(key.geometry, Geometry::Combine { .. } | Geometry::AttentionDecode { .. }) && consts(key).contains(&("QUANT", 1));
     if key.kernel == Kernel::Quantize || quant || qout {
         s += include_str!("../shaders/quantize_half.wgsl");
         s += "\n";

@@ -199,19 +199,24 @@ fn moe_k_quants_and_split_experts() {
 /// Rows of 2048 weights: Q6_K's rows regrouped at load (`repack.wgsl`) and read as pieces (with
 /// the GPU shapes: through the one-token integer form natively), Q4_K and Q8_0 as pieces, dense
 /// and through the expert kernels; with key splits, the output projection's integers written by
-/// attention's combine (`attention_combine.wgsl`, QUANT); the integers of the next linear op
+/// one-token attention's merge (`attention_decode.wgsl`, COMBINE and QUANT) or by the combine
+/// dispatch (`attention_combine.wgsl` and `attention_combine_wide.wgsl`, QUANT); the integers of the next linear op
 /// written by the output and down projections and the SwiGLU matvec (`matvec.wgsl`, QOUT and
 /// INORM), and without them.
 #[test]
 fn width_2048_regrouped_q6_k_dense_and_moe() {
     let dense = Shape::dense(2048, 1, 16, 4, 2048, 67);
     assert_close("Q4_K_M, d 2048", compare(&dense, Scheme::Q4KM, 3, None));
-    // Keys in 3 splits: the combine writes the output projection's integers (head dim 128).
+    // Keys in 3 splits: one-token attention's merge (on natively on Vulkan, as here) writes the
+    // output projection's integers (head dim 128); without it, the combine.
     let bytes = model(&dense, Scheme::Q4KM, 7).unwrap().to_bytes();
     assert_close("Q4_K_M, d 2048, 3 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |t| t.splits = Some(3)));
-    // 40 (past attention::WIDE_COMBINE_SPLITS, most of them empty): attention_combine_wide.wgsl
-    // writes them.
+    let combine = |splits| move |t: &mut webgpu_llama::gpu::Tuning| (t.splits, t.fused_combine) = (Some(splits), Some(false));
+    assert_close("Q4_K_M, d 2048, 3 key splits, combine", compare_tuned(&bytes, dense.vocab, 3, None, combine(3)));
+    // 40 (past attention::WIDE_COMBINE_SPLITS, most of them empty): the merge, and without it
+    // attention_combine_wide.wgsl, writes them.
     assert_close("Q4_K_M, d 2048, 40 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |t| t.splits = Some(40)));
+    assert_close("Q4_K_M, d 2048, 40 key splits, combine", compare_tuned(&bytes, dense.vocab, 3, None, combine(40)));
     // The linear ops write the next one's integers at d 2048 by default (QOUT, and INORM for
     // the norms); without, quantize ops (as wider models run).
     let off = |t: &mut webgpu_llama::gpu::Tuning| (t.quant_out, t.quant_out_glu) = (Some(false), Some(false));
@@ -353,41 +358,74 @@ fn split_ops_keep_next_op_integers() {
     }
 }
 
+/// Logits of `merged` (one-token attention merging its key splits, `+combine`) against `plain`
+/// (the combine dispatch): within 1e-5 of the largest (the merge is an online softmax over the
+/// splits, the combine's maths in another order).
+fn assert_merged(plain: &Llama, merged: &Llama, tokens: &[u32], pos: u32, what: &str) {
+    let (x, y) = (block_on(plain.forward(tokens, pos)).unwrap(), block_on(merged.forward(tokens, pos)).unwrap());
+    let err = relative_err(&y, &x.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    assert!(err < 1e-5, "{what}: {} tokens at position {pos}, merged in attention against by the combine: {err:e}", tokens.len());
+}
+
+/// `bytes`' model loaded twice, one-token attention merging its key splits itself (`+combine`)
+/// and not, with `splits` key splits (`None`: by context) and the integer form; checks that each
+/// layer's one-token step runs the merging variant (with the output projection's integers,
+/// `+quant`) and no combine dispatch, and that 3-token batches still run the combine.
+fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>) -> (Llama, Llama) {
+    let g = Gguf::parse(bytes).unwrap();
+    let load = |on: bool| {
+        let mut gpu = gpu(false);
+        let t = gpu.tuning_mut();
+        (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(on), Some(true));
+        Llama::load(&gpu, &g, bytes, LoadOptions { ctx: Some(ctx), kv, ..Default::default() }).unwrap()
+    };
+    let (plain, merged) = (load(false), load(true));
+    let names = |l: &Llama, n: u32| l.dispatches(&l.plan(n, ctx / 2, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
+    let with = |v: &[String], k: &str| v.iter().filter(|n| n.contains(k)).count();
+    let (a, b) = (names(&plain, 1), names(&merged, 1));
+    assert_eq!((with(&a, "+combine"), with(&b, "+combine +quant")), (0, layers), "{kv:?} {splits:?}: {b:?}");
+    assert_eq!((with(&a, "attention_combine"), with(&b, "attention_combine")), (layers, 0), "{kv:?} {splits:?}: one combine dispatch a layer fewer");
+    assert_eq!(with(&names(&merged, 3), "attention_combine"), layers, "3-token batches merge by the combine dispatch");
+    (plain, merged)
+}
+
 /// One-token attention merges its key splits itself (`attention_decode.wgsl`'s COMBINE: the last
 /// workgroup of each head group to finish, through a ticket after the partials) instead of a
-/// combine dispatch: the same logits (within 1e-5 of the largest: the merge is an online softmax
-/// over the splits, the combine's maths in another order) with 3, 7 and 128 splits (most of the last
+/// combine dispatch: the same logits as the combine's with 3, 7 and 128 splits (most of the last
 /// empty) and by default, at every position of a prompt decoded a token at a time across
 /// several 64-key chunks, for an f32 and an f16 cache, the merge also writing the output
-/// projection's integers (`+quant`); two workgroups per KV head (GQA 4, 2 heads each)
-/// keep separate tickets; batches of 3 tokens still take the combine dispatch.
+/// projection's integers (`+quant`); two workgroups per KV head (GQA 4, 2 heads each) keep
+/// separate tickets; 3-token batches (the combine dispatch in both) in between.
 #[test]
 fn decode_merges_its_key_splits() {
     let s = Shape::dense(256, 2, 8, 2, 512, 67);
     let bytes = model(&s, Scheme::Q4KM, 13).unwrap().to_bytes();
-    let g = Gguf::parse(bytes.as_slice()).unwrap();
     for (kv, splits) in [(KvType::F32, Some(3)), (KvType::F32, Some(7)), (KvType::F32, Some(128)), (KvType::F32, None), (KvType::F16, Some(5))] {
-        let load = |on: bool| {
-            let mut gpu = gpu(false);
-            let t = gpu.tuning_mut();
-            (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(on), Some(true));
-            Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(200), kv, ..Default::default() }).unwrap()
-        };
-        let (plain, merged) = (load(false), load(true));
-        let names = |l: &Llama, n: u32| l.dispatches(&l.plan(n, 150, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
-        let with = |v: &[String], k: &str| v.iter().filter(|n| n.contains(k)).count();
-        let (a, b) = (names(&plain, 1), names(&merged, 1));
-        assert_eq!((with(&a, "+combine"), with(&b, "+combine +quant")), (0, 2), "{kv:?} {splits:?}: {b:?}");
-        assert_eq!((with(&a, "attention_combine"), with(&b, "attention_combine")), (2, 0), "{kv:?} {splits:?}: one combine dispatch a layer fewer");
-        assert_eq!(with(&names(&merged, 3), "attention_combine"), 2, "3-token batches merge by the combine dispatch");
+        let (plain, merged) = merge_pair(&bytes, 2, 200, kv, splits);
         let tokens: Vec<u32> = (0..190).map(|i| (i * 7919 + 3) % s.vocab).collect();
         for (pos, &t) in tokens.iter().enumerate() {
-            let (x, y) = (block_on(plain.forward(&[t], pos as u32)).unwrap(), block_on(merged.forward(&[t], pos as u32)).unwrap());
-            let err = relative_err(&y, &x.iter().map(|&v| v as f64).collect::<Vec<_>>());
-            assert!(err < 1e-5, "{kv:?} {splits:?}: logits at position {pos}, merged in attention against by the combine: {err:e}");
+            assert_merged(&plain, &merged, &[t], pos as u32, &format!("{kv:?} {splits:?}"));
         }
-        let (x, y) = (block_on(plain.forward(&tokens[..3], 60)).unwrap(), block_on(merged.forward(&tokens[..3], 60)).unwrap());
-        assert_eq!(x, y, "{kv:?} {splits:?}: a 3-token batch (the combine dispatch in both)");
+        assert_merged(&plain, &merged, &tokens[..3], 120, &format!("{kv:?} {splits:?}"));
+        assert_merged(&plain, &merged, &tokens[120..121], 123, &format!("{kv:?} {splits:?}, after a 3-token batch"));
+    }
+}
+
+/// The merge past its first round of 8 splits (a 650-token prompt, then one-token steps with 128
+/// splits and by context: 11 splits hold keys, so the second round rescales the first's sums)
+/// and with more dims than threads (GQA 8 at head dim 128, 4 heads a workgroup: 128 vec4s of
+/// output and integers for 64 threads), against the combine dispatch.
+#[test]
+fn decode_merges_long_contexts_and_wide_groups() {
+    let s = Shape::dense(1024, 1, 8, 1, 256, 67);
+    let bytes = model(&s, Scheme::Q4KM, 17).unwrap().to_bytes();
+    let prompt: Vec<u32> = (0..660).map(|i| (i * 7919 + 3) % s.vocab).collect();
+    for splits in [Some(128), None] {
+        let (plain, merged) = merge_pair(&bytes, 1, 704, KvType::F32, splits);
+        assert_merged(&plain, &merged, &prompt[..650], 0, &format!("{splits:?}, the prompt"));
+        for pos in 650..660 {
+            assert_merged(&plain, &merged, &prompt[pos..pos + 1], pos as u32, &format!("{splits:?}"));
+        }
     }
 }
 

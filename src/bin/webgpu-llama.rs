@@ -213,8 +213,8 @@ mod cli {
         #[arg(long)]
         v_to_cache: Option<bool>,
         /// One-token attention merges its key splits itself (the last workgroup of each head
-        /// group to finish) instead of a combine dispatch: on / off (default: on where RoPE is
-        /// fused into it).
+        /// group to finish) instead of a combine dispatch: on / off (default: on natively on
+        /// Vulkan, where RoPE is fused into it).
         #[arg(long)]
         fused_combine: Option<bool>,
         /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
