@@ -284,8 +284,8 @@ impl Builder<'_> {
         });
         // The output projection's integers, for one-token batches: by a quantize op where the
         // keys are not split, else by whichever merges the splits (the decode kernel or the
-        // combine). (The pool's buffers, taken here for the decode kernel's bindings: the
-        // quantize op, appended after attention, takes the same ones.)
+        // combine). (Taken here: the decode kernel binds them, the quantize op after it writes
+        // them.)
         let quant = io.quantize && cfg.head_dim % crate::quantize::HALF == 0 && cfg.head_dim <= COMBINE_QUANT_MAX_HD;
         let quant_bufs = quant.then(|| self.quant_buffers((q_dim / crate::quantize::HALF) as u64, None));
         // One-token batches on GPUs: the decode kernel.
@@ -325,8 +325,7 @@ impl Builder<'_> {
         let cp = CombineParams { n_heads: cfg.n_heads, head_dim: cfg.head_dim, o_stride: q_dim, pad: 0 };
         let c = self.uniform("attention combine", &cp);
         let mut cbufs = vec![&c, &step, io.partials, io.out];
-        let quant = quant.then(|| self.quantized_when(io.out, q_dim, q_dim, None, |b| b.splits == 1));
-        assert_eq!(quant, quant_bufs, "the quantize op writes the integers the decode kernel would");
+        let quant = quant_bufs.map(|pair| self.quantize_into(pair, io.out, q_dim, q_dim, None, |b| b.splits == 1));
         if let Some((xq, xs)) = &quant {
             cbufs.extend([xq, xs]);
         }

@@ -82,13 +82,29 @@ impl Builder<'_> {
         norm: Option<(&wgpu::Buffer, f32)>,
         when: impl Fn(&Batch) -> bool + 'static,
     ) -> (wgpu::Buffer, wgpu::Buffer) {
-        assert!(cols % HALF == 0 && x_stride % 4 == 0, "quantised rows are whole halves of vec4 rows");
         let key = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
         if let Some(s) = self.quant.as_ref().filter(|s| s.at == self.program.ops.len() && s.key == key) {
             return (s.q.clone(), s.s.clone());
         }
+        let pair = self.quant_buffers((cols / HALF) as u64, None);
+        self.quantize_into(pair, x, x_stride, cols, norm, when)
+    }
+
+    /// [`Builder::quantized_when`]'s quantize op, into `(q, s)` (from [`Builder::quant_buffers`],
+    /// taken earlier by an op that writes them on the other batches, bound before this op
+    /// exists); returns them.
+    pub fn quantize_into(
+        &mut self,
+        (q, s): (wgpu::Buffer, wgpu::Buffer),
+        x: &wgpu::Buffer,
+        x_stride: u32,
+        cols: u32,
+        norm: Option<(&wgpu::Buffer, f32)>,
+        when: impl Fn(&Batch) -> bool + 'static,
+    ) -> (wgpu::Buffer, wgpu::Buffer) {
+        assert!(cols % HALF == 0 && x_stride % 4 == 0, "quantised rows are whole halves of vec4 rows");
+        let key = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
         let halves = (cols / HALF) as u64;
-        let (q, s) = self.quant_buffers(halves, None);
         let params = QuantizeParams { n: cols, eps: norm.map_or(0.0, |n| n.1), norm: norm.is_some() as u32, x_stride };
         let p = self.uniform("quantize", &params);
         let step = self.step.clone();

@@ -293,6 +293,20 @@ fn rerun_from_earlier_position_overwrites_cache() {
     assert!(max_abs(&next, &c.rows[p]) <= TOL);
 }
 
+/// The greedy continuation after `c`'s prompt, a token a step from `next` (the argmax of the
+/// prompt's last row): `step(token, pos)` runs one and returns its row's argmax and max abs
+/// difference from reference row `pos`; each token must be the reference's greedy one and each
+/// row within [`TOL`].
+fn check_greedy(c: &Case, mut next: u32, mut step: impl FnMut(u32, u32) -> (u32, f32)) {
+    let p = c.prompt.len();
+    for j in 1..c.greedy.len() {
+        assert_eq!(next, c.greedy[j - 1], "greedy at row {}", p - 2 + j);
+        let (id, e) = step(next, (p + j - 1) as u32);
+        assert!(e <= TOL, "row {}: max abs {e}", p - 1 + j);
+        next = id;
+    }
+}
+
 /// `Llama::read_with` hands a pending call's logits over in place: every prompt row within the
 /// tolerance of the reference, the last row equal to what `Llama::read` copies out of the same
 /// call run again, and a greedy continuation through pooled readback buffers.
@@ -309,14 +323,10 @@ fn logits_read_in_place() {
     let last = block_on(llama.read_with(llama.submit(&c.prompt, 0, false).unwrap(), <[f32]>::to_vec)).unwrap();
     let copied = block_on(llama.read(llama.submit(&c.prompt, 0, false).unwrap())).unwrap();
     assert_eq!(last, copied, "the last row in place against copied out");
-    let mut next = argmax(&copied);
-    for j in 1..c.greedy.len() {
-        assert_eq!(next, c.greedy[j - 1], "greedy at row {}", p - 2 + j);
-        let pending = llama.submit(&[next], (p + j - 1) as u32, false).unwrap();
-        let (id, e) = block_on(llama.read_with(pending, |l| (argmax(l), max_abs(l, &c.rows[p - 1 + j])))).unwrap();
-        assert!(e <= TOL, "row {}: max abs {e}", p - 1 + j);
-        next = id;
-    }
+    check_greedy(&c, argmax(&copied), |t, pos| {
+        let pending = llama.submit(&[t], pos, false).unwrap();
+        block_on(llama.read_with(pending, |l| (argmax(l), max_abs(l, &c.rows[pos as usize])))).unwrap()
+    });
 }
 
 /// Readbacks waited for by polling (`Tuning::spin_wait`, off by default on CPU adapters): a
@@ -336,13 +346,10 @@ fn spin_wait_reads_the_reference_rows() {
     let all = block_on(llama.forward_all(&c.prompt, 0)).unwrap();
     println!("spin wait: {p} prompt rows in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     assert!(worst(&all, &c.rows[..p]) <= TOL, "the prompt's rows");
-    let mut next = argmax(&all[(p - 1) * c.vocab..]);
-    for j in 1..c.greedy.len() {
-        assert_eq!(next, c.greedy[j - 1], "greedy at row {}", p - 2 + j);
-        let row = block_on(llama.forward(&[next], (p + j - 1) as u32)).unwrap();
-        assert!(max_abs(&row, &c.rows[p - 1 + j]) <= TOL, "row {}", p - 1 + j);
-        next = argmax(&row);
-    }
+    check_greedy(&c, argmax(&all[(p - 1) * c.vocab..]), |t, pos| {
+        let row = block_on(llama.forward(&[t], pos)).unwrap();
+        (argmax(&row), max_abs(&row, &c.rows[pos as usize]))
+    });
 }
 
 /// `KvType` parses the CLI's and JS's spellings and nothing else.
