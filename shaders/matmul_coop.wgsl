@@ -4,13 +4,15 @@
 // the activations as split.wgsl's f16 halves (8 a vec4<u32>, rows of LD = cols rounded up to
 // 32): hi at binding 3 and, with a split, lo at binding 5. Picked by linear.rs instead of
 // matmul.wgsl when gpu::Tuning::coop is set, which needs 16x16x16 f16 x f16 -> f32 matrices and
-// 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens), `SGM, SGN`
-// (BM / 32, BN / 32), `SPLIT` (kernels::CoopTile: 0, 1 or 2) and, where the weights' rows are
-// whole 16-byte pieces, `WV` with `WP` (F16) or `WQ` and `WQ8` (Q8_0, regrouped), `WQ4K`
-// (Q4_K) or `WQ6K` (Q6_K, regrouped) (below).
+// 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens), `FM, FN`
+// (a subgroup's block: 16 FM rows x 16 FN tokens), `SGM, SGN` (BM / 16 FM, BN / 16 FN), `SPLIT`
+// (kernels::CoopTile: 0, 1 or 2) and, where the weights' rows are whole 16-byte pieces, `WV`
+// with `WP` (F16) or `WQ` and `WQ8` (Q8_0, regrouped), `WQ4K` (Q4_K) or `WQ6K` (Q6_K,
+// regrouped) (below).
 //
-// A workgroup of SGM x SGN subgroups computes BM x BN outputs, each subgroup a 32 x 32 block as
-// 2 x 2 f32 accumulator tiles of 16 x 16. Each step over K = BK columns decodes the BM x BK
+// A workgroup of SGM x SGN subgroups computes BM x BN outputs, each subgroup a 16 FM x 16 FN
+// block as FM x FN f32 accumulator tiles of 16 x 16 (more fragments a subgroup: fewer loads
+// from workgroup memory a product). Each step over K = BK columns decodes the BM x BK
 // weights once with the format's dq4 (ggml's exact f32 values; WV: from 16-byte pieces, below)
 // into workgroup memory as f16, copies the BN x BK activation halves beside them (split.wgsl
 // converted them once per op, not once per workgroup of weight rows), then multiplies tile by
@@ -222,14 +224,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   let m0 = wg.x * BM;
   let n0 = wg.y * BN;
   let sg = li / 32u; // this thread's subgroup (32-wide subgroups are a condition of this kernel)
-  let mt = 32u * (sg % SGM); // its block: rows mt .. mt + 32, tokens nt .. nt + 32
-  let nt = BM + 32u * (sg / SGM); // (as a row of the tiles: the activations follow the weights)
+  let mt = 16u * FM * (sg % SGM); // its block: rows mt .. mt + 16 FM, tokens nt .. nt + 16 FN
+  let nt = BM + 16u * FN * (sg / SGM); // (as a row of the tiles: the activations follow the weights)
   let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
   let ldx8 = (p.cols + BK - 1u) / BK * (BK / 8u); // the halves' row stride, in pieces
-  var c00 = coop_mat16x16<f32, C>();
-  var c01 = coop_mat16x16<f32, C>();
-  var c10 = coop_mat16x16<f32, C>();
-  var c11 = coop_mat16x16<f32, C>();
+//@for i < FM
+//@for j < FN
+  var c$i$j = coop_mat16x16<f32, C>();
+//@end
+//@end
   // The next step's runs and pieces are loaded into registers while this step's tiles are
   // multiplied (software pipelining, as matmul.wgsl): their latency overlaps the matrix units'.
 //@if !WV
@@ -300,51 +303,53 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
 //@end
       }
     }
+    // FM weight fragments (matrix A) and FN token fragments (B) a subgroup, each loaded once
+    // for all FM x FN products (and the remainders' for theirs).
     for (var k = 0u; k < BK; k += 16u) {
-      let a0 = coopLoadT<coop_mat16x16<f16, A>>(&Th[mt * L4 + k / 4u], L4);
-      let a1 = coopLoadT<coop_mat16x16<f16, A>>(&Th[(mt + 16u) * L4 + k / 4u], L4);
-      let b0 = coopLoad<coop_mat16x16<f16, B>>(&Th[nt * L4 + k / 4u], L4);
-      let b1 = coopLoad<coop_mat16x16<f16, B>>(&Th[(nt + 16u) * L4 + k / 4u], L4);
-      c00 = coopMultiplyAdd(a0, b0, c00);
-      c01 = coopMultiplyAdd(a0, b1, c01);
-      c10 = coopMultiplyAdd(a1, b0, c10);
-      c11 = coopMultiplyAdd(a1, b1, c11);
+//@for i < FM
+      let a$i = coopLoadT<coop_mat16x16<f16, A>>(&Th[(mt + 16u * $iu) * L4 + k / 4u], L4);
+//@end
+//@for j < FN
+      let b$j = coopLoad<coop_mat16x16<f16, B>>(&Th[(nt + 16u * $ju) * L4 + k / 4u], L4);
+//@end
+//@for i < FM
+//@for j < FN
+      c$i$j = coopMultiplyAdd(a$i, b$j, c$i$j);
+//@end
+//@end
 //@if SPLIT
-      let l0 = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt - TL0) * L4 + k / 4u], L4);
-      let l1 = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt + 16u - TL0) * L4 + k / 4u], L4);
-      c00 = coopMultiplyAdd(a0, l0, c00);
-      c01 = coopMultiplyAdd(a0, l1, c01);
-      c10 = coopMultiplyAdd(a1, l0, c10);
-      c11 = coopMultiplyAdd(a1, l1, c11);
+//@for j < FN
+      let l$j = coopLoad<coop_mat16x16<f16, B>>(&Tl[(nt + 16u * $ju - TL0) * L4 + k / 4u], L4);
+//@end
+//@for i < FM
+//@for j < FN
+      c$i$j = coopMultiplyAdd(a$i, l$j, c$i$j);
+//@end
+//@end
 //@end
 //@if WLO
-      let e0 = coopLoadT<coop_mat16x16<f16, A>>(&Tl[mt * L4 + k / 4u], L4);
-      let e1 = coopLoadT<coop_mat16x16<f16, A>>(&Tl[(mt + 16u) * L4 + k / 4u], L4);
-      c00 = coopMultiplyAdd(e0, b0, c00);
-      c01 = coopMultiplyAdd(e0, b1, c01);
-      c10 = coopMultiplyAdd(e1, b0, c10);
-      c11 = coopMultiplyAdd(e1, b1, c11);
+//@for i < FM
+      let e$i = coopLoadT<coop_mat16x16<f16, A>>(&Tl[(mt + 16u * $iu) * L4 + k / 4u], L4);
+//@end
+//@for i < FM
+//@for j < FN
+      c$i$j = coopMultiplyAdd(e$i, b$j, c$i$j);
+//@end
+//@end
 //@end
     }
     workgroupBarrier();
   }
-  // The four tiles out, one at a time through this subgroup's slot.
+  // The FM x FN tiles out, one at a time through this subgroup's slot.
   let l = li % 32u;
   let m = m0 + mt;
   let n = n0 + nt - BM;
-  coopStore(c00, &Cs[sg * 256u], 16u);
+//@for i < FM
+//@for j < FN
+  coopStore(c$i$j, &Cs[sg * 256u], 16u);
   workgroupBarrier();
-  put(sg, l, m, n);
+  put(sg, l, m + 16u * $iu, n + 16u * $ju);
   workgroupBarrier();
-  coopStore(c01, &Cs[sg * 256u], 16u);
-  workgroupBarrier();
-  put(sg, l, m, n + 16u);
-  workgroupBarrier();
-  coopStore(c10, &Cs[sg * 256u], 16u);
-  workgroupBarrier();
-  put(sg, l, m + 16u, n);
-  workgroupBarrier();
-  coopStore(c11, &Cs[sg * 256u], 16u);
-  workgroupBarrier();
-  put(sg, l, m + 16u, n + 16u);
+//@end
+//@end
 }

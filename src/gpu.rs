@@ -384,8 +384,18 @@ impl Gpu {
         gpu.cpu_adapter |= info.device_type == wgpu::DeviceType::Cpu;
         // On where the device has them (and is not a CPU) and its tiles fit the workgroup memory:
         // on an H200, pp512 against the f32 kernel 1.27x (1B Q8_0), 1.32x (Q4_K_M), 1.16x (F16),
-        // 1.34x (8B Q4_K_M), within 6e-5 of every reference case (BENCHMARKS.md v9).
-        gpu.tuning.coop = gpu.has_coop() && !gpu.is_cpu() && gpu.coop_fits(crate::kernels::CoopTile::DEFAULT);
+        // 1.34x (8B Q4_K_M), within 6e-5 of every reference case (BENCHMARKS.md v9). The 128 x
+        // 128 tile where it fits, large from 128 workgroups (about one wave of an H200's 132 SMs:
+        // 256 left its 4096-row matrices on the 64 x 64 tile; BENCHMARKS.md v21).
+        use crate::kernels::CoopTile;
+        let tile = [CoopTile::DEFAULT, CoopTile::COMPACT].into_iter().find(|&t| gpu.coop_fits(t));
+        gpu.tuning.coop = gpu.has_coop() && !gpu.is_cpu() && tile.is_some();
+        if let Some(t) = tile {
+            gpu.tuning.coop_tile = t;
+            if gpu.tuning.coop && t == CoopTile::DEFAULT {
+                gpu.tuning.min_large_tiles = 128;
+            }
+        }
         // The integer matvec form on Vulkan, where it was measured (naga emits OpSDot where the
         // device has integer dot products, a bit-field polyfill elsewhere; Metal and D3D12 are
         // unmeasured): H200, 8B Q4_K_M decode 160.6 -> 245.8 tok/s (BENCHMARKS.md v10).

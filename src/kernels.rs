@@ -271,16 +271,21 @@ impl std::str::FromStr for CpuTile {
 }
 
 /// The matrix-unit matmul's tile (`shaders/matmul_coop.wgsl`): `bm` weight rows x `bn` tokens per
-/// workgroup (multiples of 32: a subgroup of 32 takes 32 x 32 as 2 x 2 tiles of 16 x 16), and how
-/// the f16 matrix units keep f32 precision: `split` 0 rounds weights and activations to f16 (as
-/// llama.cpp's matrix-unit paths do), 1 also multiplies the activations' f16 remainders
-/// (x = hi + lo), 2 the weights' too (hi x hi + hi x lo + lo x hi: near-f32 products).
+/// workgroup, in subgroups of 32 that each take `sm` x `sn` of them (32 or 64 each: 2 or 4 tiles
+/// of 16 a side), and how the f16 matrix units keep f32 precision: `split` 0 rounds weights and
+/// activations to f16 (as llama.cpp's matrix-unit paths do), 1 also multiplies the activations'
+/// f16 remainders (x = hi + lo), 2 the weights' too (hi x hi + hi x lo + lo x hi: near-f32
+/// products).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopTile {
-    /// Weight rows per workgroup.
+    /// Weight rows per workgroup (a multiple of `sm`).
     pub bm: u32,
-    /// Tokens per workgroup.
+    /// Tokens per workgroup (a multiple of `sn`).
     pub bn: u32,
+    /// Weight rows per subgroup: 32 or 64.
+    pub sm: u32,
+    /// Tokens per subgroup: 32 or 64.
+    pub sn: u32,
     /// 0, 1 or 2: f16 halves per operand beyond the first (above).
     pub split: u32,
     /// Weights in rows of whole 16-byte pieces, loaded a piece at a time (`WV`: F16 rows a
@@ -290,13 +295,21 @@ pub struct CoopTile {
 }
 
 impl CoopTile {
-    /// 64 x 128 (8 subgroups), weights and activations each split in two f16 halves: at split 2
-    /// on an H200 the fastest of 64x64, 128x64 and 64x128, pp512 of the Llama-3.2-1B shape in
-    /// Q8_0: 11.0k, 11.0k, 12.3k tok/s (`bench --coop-tile`; split 0, inexact: 14.9k at 128x64).
-    pub const DEFAULT: CoopTile = CoopTile { bm: 64, bn: 128, split: 2, pieces: false };
+    /// 128 x 128 in 8 subgroups of 64 x 32 (each loads 4 weight fragments and 2 token fragments
+    /// for 8 products, against 2 and 2 for 4 in 32 x 32), weights and activations each split in
+    /// two f16 halves: 48 KiB of workgroup memory. On an H200, pp512 against [`CoopTile::COMPACT`]
+    /// (with [`crate::gpu::Tuning::min_large_tiles`] 128 against 256): 8B Q4_K_M 3781 -> 4302
+    /// tok/s, Llama-3.2-1B shape Q8_0 19935 -> 21551, Q4_K_M 21648 -> 22424, F16 26685 -> 31954
+    /// (BENCHMARKS.md v21; subgroups of 32 x 64 ran even, 64 x 64 slower).
+    pub const DEFAULT: CoopTile = CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, split: 2, pieces: false };
+
+    /// 64 x 128 in 8 subgroups of 32 x 32 (38 KiB): the default where [`CoopTile::DEFAULT`] does
+    /// not fit the workgroup memory (and before v21); at split 2 on an H200 the fastest of
+    /// 64x64, 128x64 and 64x128 in subgroups of 32 x 32 (BENCHMARKS.md v9).
+    pub const COMPACT: CoopTile = CoopTile { bm: 64, bn: 128, sm: 32, sn: 32, split: 2, pieces: false };
 
     /// The smaller tile a linear op falls back to when this one makes too few workgroups.
-    pub const SMALL: CoopTile = CoopTile { bm: 64, bn: 64, split: 2, pieces: false };
+    pub const SMALL: CoopTile = CoopTile { bm: 64, bn: 64, sm: 32, sn: 32, split: 2, pieces: false };
 
     /// This tile for `cols`-wide weights of format `ty`: F16 and BF16 weights are exact in f16
     /// after `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are
@@ -314,6 +327,11 @@ impl CoopTile {
         }
     }
 
+    /// Subgroups per workgroup.
+    pub fn subgroups(&self) -> u32 {
+        (self.bm / self.sm) * (self.bn / self.sn)
+    }
+
     /// Workgroup memory in bytes: the f16 tiles (BM + BN rows of 40), the remainders' (split 1:
     /// the activations' BN rows; split 2: BM + BN), and a 16 x 16 f32 result tile per subgroup.
     pub fn shared_bytes(&self) -> u32 {
@@ -322,27 +340,41 @@ impl CoopTile {
             1 => self.bn,
             _ => self.bm + self.bn,
         };
-        (self.bm + self.bn + remainder_rows) * 40 * 2 + self.bm * self.bn
+        (self.bm + self.bn + remainder_rows) * 40 * 2 + self.subgroups() * 1024
     }
 
     /// Threads per workgroup.
     pub fn threads(&self) -> u32 {
-        self.bm * self.bn / 32
+        self.subgroups() * 32
     }
 }
 
 impl std::str::FromStr for CoopTile {
     type Err = String;
 
-    /// `BMxBN/SPLIT`, e.g. `128x64/2`: BM and BN multiples of 32, at most 256 threads, SPLIT 0 to 2.
+    /// `BMxBN/SPLIT` or `BMxBN/SPLIT/SMxSN`, e.g. `128x64/2` or `128x128/1/64x32`: SM and SN 32
+    /// (the default) or 64, BM and BN multiples of them, at most 256 threads, SPLIT 0 to 2.
     fn from_str(s: &str) -> Result<CoopTile, String> {
-        let bad = || format!("coop tile {s:?}: expected BMxBN/SPLIT with BM, BN multiples of 32 (BM x BN <= 8192) and SPLIT 0, 1 or 2, e.g. 64x64/2");
-        let (tile, split) = s.split_once('/').ok_or_else(bad)?;
-        let (bm, bn) = tile.split_once('x').ok_or_else(bad)?;
-        let num = |p: &str| p.trim().parse::<u32>().map_err(|_| bad());
-        let t = CoopTile { bm: num(bm)?, bn: num(bn)?, split: num(split)?, pieces: false };
-        let CoopTile { bm, bn, split, .. } = t;
-        if bm == 0 || bn == 0 || bm % 32 != 0 || bn % 32 != 0 || t.threads() > 256 || split > 2 {
+        let bad = || {
+            format!(
+                "coop tile {s:?}: expected BMxBN/SPLIT or BMxBN/SPLIT/SMxSN with SM, SN 32 or 64, BM, BN multiples of them \
+                 (at most 8 subgroups) and SPLIT 0, 1 or 2, e.g. 64x64/2 or 128x128/1/64x32"
+            )
+        };
+        let mut parts = s.split('/');
+        let dims = |p: Option<&str>| -> Result<(u32, u32), String> {
+            let (a, b) = p.ok_or_else(bad)?.split_once('x').ok_or_else(bad)?;
+            Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?))
+        };
+        let (bm, bn) = dims(parts.next())?;
+        let split = parts.next().ok_or_else(bad)?.trim().parse::<u32>().map_err(|_| bad())?;
+        let (sm, sn) = match parts.next() {
+            Some(p) => dims(Some(p))?,
+            None => (32, 32),
+        };
+        let ok = [sm, sn].iter().all(|&v| v == 32 || v == 64) && bm > 0 && bn > 0 && bm % sm == 0 && bn % sn == 0;
+        let t = CoopTile { bm, bn, sm, sn, split, pieces: false };
+        if parts.next().is_some() || !ok || t.threads() > 256 || split > 2 {
             return Err(bad());
         }
         Ok(t)
@@ -613,7 +645,15 @@ impl PipelineKey {
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
             Geometry::CpuTile(t) => s += &format!(" {t}"),
-            Geometry::Coop(t) => s += &format!(" {}x{}/{}{}", t.bm, t.bn, t.split, if t.pieces { " wp" } else { "" }),
+            Geometry::Coop(t) => {
+                s += &format!(" {}x{}/{}", t.bm, t.bn, t.split);
+                if (t.sm, t.sn) != (32, 32) {
+                    s += &format!("/{}x{}", t.sm, t.sn);
+                }
+                if t.pieces {
+                    s += " wp";
+                }
+            }
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
             Geometry::AttentionTiled { head_dim, bkv, .. } => s += &format!(" hd{head_dim} bkv{bkv}"),
@@ -724,7 +764,9 @@ pub fn compose(key: &PipelineKey) -> String {
         }
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
         Geometry::Coop(t) => {
-            s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst SGM: u32 = {}u;\nconst SGN: u32 = {}u;\n", t.bm, t.bn, t.bm / 32, t.bn / 32);
+            let (fm, fn_) = (t.sm / 16, t.sn / 16);
+            s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst FM: u32 = {fm}u;\nconst FN: u32 = {fn_}u;\n", t.bm, t.bn);
+            s += &format!("const SGM: u32 = {}u;\nconst SGN: u32 = {}u;\n", t.bm / t.sm, t.bn / t.sn);
             s += &format!("const SPLIT: u32 = {}u;\n", t.split);
         }
         Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!("const HD: u32 = {head_dim}u;\nconst TPQ: u32 = {tpq}u;\nconst BKV: u32 = {bkv}u;\n"),
@@ -854,6 +896,8 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             let wv = t.pieces && matches!(key.format, Some(GgmlType::F16 | GgmlType::Q8_0 | GgmlType::Q4_K | GgmlType::Q6_K));
             let is = |ty| (wv && key.format == Some(ty)) as u32;
             vec![
+                ("FM", t.sm / 16),
+                ("FN", t.sn / 16),
                 ("SPLIT", t.split),
                 // (F16's remainders are zero: its pieces never write them.)
                 ("WLO", (t.split >= 2 && is(GgmlType::F16) == 0) as u32),

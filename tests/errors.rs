@@ -210,7 +210,7 @@ fn a_tuning_the_device_cannot_run_is_an_input_error() {
     let g = Gguf::parse(bytes.as_slice()).unwrap();
     let want = if gpu.has_coop() {
         // A tile far past any device's workgroup memory.
-        gpu.tuning_mut().coop_tile = webgpu_llama::kernels::CoopTile { bm: 1024, bn: 1024, split: 2, pieces: false };
+        gpu.tuning_mut().coop_tile = webgpu_llama::kernels::CoopTile { bm: 1024, bn: 1024, ..webgpu_llama::kernels::CoopTile::DEFAULT };
         "Tuning::coop_tile 1024x1024/2"
     } else {
         "Tuning::coop is on"

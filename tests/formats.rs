@@ -251,9 +251,9 @@ const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 /// matrix-matrix kernel for every batch (portable tile), 4 the same with the large tile, 5 the
 /// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups), 6 the matrix-unit matmul
 /// for every batch (default tile and split precision, quantised weights as runs of 4), 7 the same
-/// with its 64 x 64 tile and the 16-byte pieces of F16, Q4_K and regrouped Q8_0 and Q6_K (6 and
-/// 7 only where the device has cooperative matrices: [`variants`]); and, with `cap`, a binding
-/// cap.
+/// with its 64 x 64 tile and the 16-byte pieces of F16, Q4_K and regrouped Q8_0 and Q6_K, 8 the
+/// same with the 128 x 128 tile in subgroups of 64 x 32 and (odd `i`) 64 x 64 (6 to 8 only where
+/// the device has cooperative matrices: [`variants`]); and, with `cap`, a binding cap.
 fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
     let t = g.tuning_mut();
@@ -276,7 +276,12 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
         // The matrix-unit matmul: 6 with the quantised formats' weights as runs of 4, 7 (the 64
         // x 64 tile) as 16-byte pieces where the format and width have them (the default).
         6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (0, true, 0, false),
-        _ => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (0, true, CoopTile { bm: 64, bn: 64, ..CoopTile::DEFAULT }, true),
+        7 => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (0, true, CoopTile::SMALL, true),
+        // 8: subgroups of 4 x 2 and (odd calls) 4 x 4 fragments, every op on the large tile.
+        _ => {
+            let tile = CoopTile { bm: 128, bn: 128, sm: 64, sn: [32, 64][i % 2], ..CoopTile::DEFAULT };
+            (t.matvec_max_tokens, t.coop, t.coop_tile, t.min_large_tiles, t.coop_quant_pieces) = (0, true, tile, 0, true)
+        }
     }
     if let Some(c) = cap {
         g.cap_binding(c);
@@ -287,13 +292,13 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
 /// Every check for one type, with each workgroup shape, on the device's own binding limit and on
 /// caps that split matrices into parts of 3 rows (2 for the wide rows; parts of odd byte counts
 /// start at unaligned offsets of the file) and stacks into single experts.
-/// The variants of [`shaped`] this device runs: 0 to 5, and the matrix-unit matmul's 6 and 7
+/// The variants of [`shaped`] this device runs: 0 to 5, and the matrix-unit matmul's 6 to 8
 /// where it has cooperative matrices (said once per format where it does not).
 fn variants(base: &Gpu, ty: GgmlType) -> usize {
     if base.has_coop() {
-        return 8;
+        return 9;
     }
-    println!("{ty}: matrix-unit matmul (variants 6, 7) skipped: {} has no cooperative matrices", base.adapter_info);
+    println!("{ty}: matrix-unit matmul (variants 6 to 8) skipped: {} has no cooperative matrices", base.adapter_info);
     6
 }
 
@@ -304,7 +309,7 @@ fn check_format(ty: GgmlType) {
     let mut i = 0;
     // The matrix-unit matmul's 16-byte pieces past its first workgroup of weight rows (67 rows:
     // two of 64) and past a row's first group of 8 blocks (4096 columns: Q6_K's regrouped
-    // groups are 2048 wide), runs (6) and pieces (7), where the device has cooperative matrices.
+    // groups are 2048 wide), runs (6) and pieces (7, 8), where the device has cooperative matrices.
     if nv > 6 && matches!(ty, GgmlType::Q4_K | GgmlType::Q6_K | GgmlType::Q8_0) {
         for v in 6..nv {
             check_linear(&shaped(&base, v, 0, None), ty, 67, 4096, 70, 0, 0, &mut rng);
@@ -320,8 +325,8 @@ fn check_format(ty: GgmlType) {
             for v in 0..nv {
                 i += 1;
                 let n = if v < 3 { TOKENS[i % TOKENS.len()] } else { [1, 9, 70, 130][i % 4] };
-                check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5, 1, 2, 1][v], [0, 1, 0, 3, 0, 2, 1, 0][v], &mut rng);
-                check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3, 3, 0, 3][v], [0, 5, 0, 0, 2, 1, 3, 2][v], &mut rng);
+                check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5, 1, 2, 1, 2][v], [0, 1, 0, 3, 0, 2, 1, 0, 1][v], &mut rng);
+                check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3, 3, 0, 3, 0][v], [0, 5, 0, 0, 2, 1, 3, 2, 4][v], &mut rng);
             }
         }
         // The integer form where the row is 16-byte pieces (on a split matrix too).

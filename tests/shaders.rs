@@ -50,9 +50,12 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
             Kernel::MatmulCoop => [0, 1, 2]
                 .into_iter()
                 .flat_map(|split| {
-                    let wide = CoopTile { bm: 128, bn: 64, ..CoopTile::DEFAULT };
-                    let tall = CoopTile { bm: 32, bn: 256, ..CoopTile::DEFAULT };
-                    [CoopTile::DEFAULT, CoopTile::SMALL, wide, tall]
+                    let wide = CoopTile { bm: 128, bn: 64, ..CoopTile::COMPACT };
+                    let tall = CoopTile { bm: 32, bn: 256, ..CoopTile::COMPACT };
+                    // Subgroups of 2 x 4 and 4 x 4 fragments (the default's are 4 x 2).
+                    let long = CoopTile { bm: 64, bn: 128, sm: 32, sn: 64, ..CoopTile::COMPACT };
+                    let square = CoopTile { bm: 128, bn: 128, sm: 64, sn: 64, ..CoopTile::COMPACT };
+                    [CoopTile::DEFAULT, CoopTile::COMPACT, CoopTile::SMALL, wide, tall, long, square]
                         .into_iter()
                         .flat_map(move |t| [false, true].map(|pieces| Geometry::Coop(CoopTile { split, pieces, ..t })))
                 })
@@ -120,4 +123,23 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
         }
     }
     println!("{n} kernel variants valid");
+}
+
+/// `--coop-tile`'s syntax: the subgroup block is optional (32 x 32), 32 or 64 a side, and must
+/// tile the workgroup's block within 8 subgroups.
+#[test]
+fn coop_tiles_parse_with_and_without_a_subgroup_block() {
+    let t: CoopTile = "64x128/2".parse().unwrap();
+    assert_eq!((t.bm, t.bn, t.sm, t.sn, t.split), (64, 128, 32, 32, 2));
+    assert_eq!(t.threads(), 256);
+    let t: CoopTile = "128x128/1/64x32".parse().unwrap();
+    assert_eq!((t.bm, t.bn, t.sm, t.sn, t.split), (128, 128, 64, 32, 1));
+    assert_eq!(t.threads(), 256);
+    assert_eq!(t.shared_bytes(), (128 + 128 + 128) * 80 + 8 * 1024);
+    let t: CoopTile = "128x128/2/64x64".parse().unwrap();
+    assert_eq!(t.threads(), 128);
+    for bad in ["128x128/2", "64x128/2/16x32", "96x128/2/64x32", "64x128/3", "64x128", "64x128/2/32x32/1", "axb/2"] {
+        let e = bad.parse::<CoopTile>().unwrap_err();
+        assert!(e.contains(bad), "{bad}: {e}");
+    }
 }

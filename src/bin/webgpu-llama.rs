@@ -234,10 +234,12 @@ mod cli {
         /// (default: on where the device has 16x16x16 f16 cooperative matrices).
         #[arg(long, num_args = 0..=1, default_missing_value = "true")]
         coop: Option<bool>,
-        /// The matrix-unit matmul's tile `BMxBN/SPLIT` (multiples of 32; SPLIT 0: f16 operands, as
-        /// llama.cpp's matrix-unit paths; 1: the activations as two f16 halves, exact products for
-        /// F16 and BF16 weights only; 2: the weights too, within 2e-3 of the references for every
-        /// format; 0 and 1 on other weights are outside it; default 64x128/2).
+        /// The matrix-unit matmul's tile `BMxBN/SPLIT` or `BMxBN/SPLIT/SMxSN` (SMxSN: each
+        /// subgroup's block, 32 or 64 a side, 32x32 by default; BM, BN multiples of it; SPLIT 0: f16
+        /// operands, as llama.cpp's matrix-unit paths; 1: the activations as two f16 halves, exact
+        /// products for F16 and BF16 weights only; 2: the weights too, within 2e-3 of the
+        /// references for every format; 0 and 1 on other weights are outside it; default
+        /// 128x128/2/64x32 where it fits the workgroup memory, else 64x128/2).
         #[arg(long)]
         coop_tile: Option<String>,
         /// The matrix-unit matmul reads Q4_K, Q8_0 (rows of 256k) and Q6_K (rows of 2048k) weights
