@@ -120,6 +120,17 @@ fn rows_per_workgroup(g: &Geometry) -> u32 {
 /// (they fill the GPU with query rows) and on CPU adapters. Measured on an H200 (BENCHMARKS.md
 /// v17), decode (top 1) at a 4608-key context with up to 128 splits (73) against 64: Llama-3.2-1B
 /// shape Q8_0 767-768 against 727-749 tok/s, 8B Q4_K_M 230-232 against 222-223.
+///
+/// One-token steps whose attention merges its own splits ([`fuses_combine`]) give each split
+/// c whole chunks instead, c = the chunks over 3 sqrt(`kv_len`) / 8, rounded down (1, as
+/// before, up to 2240 keys; 2 from 2241, so 32 splits at 4096 keys): that merge is one
+/// workgroup's, in rounds of 8 splits, so its time grows with the splits while a split's walk
+/// grows with its chunks, and the sum is least near the square root. Measured on an H200
+/// (BENCHMARKS.md v21), decode tg128 after a 4096-token prompt, all logits, with 16 / 24 / 32 /
+/// 48 / 64 / 128 splits: Llama-3.2-1B shape Q8_0 717 / 807 / 793 / 784 / 745-761 / 709 tok/s,
+/// 8B Q4_K_M 228 / 247.5 / 245 / 245 / 239 / 232.5. (Splits of part chunks cost: a first rule,
+/// at most 3 sqrt(`kv_len`) / 8 splits, gave 8 splits of 65 to 80 keys after a 512-token
+/// prompt, two chunks each, and 3-7% less speed there.)
 pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     if n_tokens > SPLIT_MAX_TOKENS {
         return 1;
@@ -133,7 +144,13 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     let g = cfg.n_heads / cfg.n_kv_heads;
     let decode = geometry(cfg.head_dim, g, gpu.limits().max_compute_workgroup_storage_size, cfg.kv);
     let workgroups = cfg.n_kv_heads * (n_tokens * g).div_ceil(rows_per_workgroup(&decode));
-    let by_keys = kv_len.div_ceil(64);
+    // A split walks whole 64-key chunks.
+    let chunks = kv_len.div_ceil(64);
+    let mut by_keys = chunks;
+    if n_tokens == 1 && fuses_combine(gpu, cfg) {
+        let per = (chunks as f64 / (3.0 * (kv_len as f64).sqrt() / 8.0)).floor().max(1.0);
+        by_keys = chunks.div_ceil(per as u32);
+    }
     256u32.div_ceil(workgroups).max(by_keys).clamp(1, MAX_SPLITS.min(by_keys))
 }
 
