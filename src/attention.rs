@@ -19,8 +19,9 @@ use crate::kernels::{Geometry, Kernel, PipelineKey, COMBINE_QUANT_MAX_HD};
 use crate::program::{Batch, Builder};
 
 /// Most key splits of one attention dispatch (the combine kernels hold 128 splits' weights in
-/// workgroup memory): 128, so that decode at a 4608-key context walks one 64-key chunk per
-/// workgroup (73 splits) instead of two.
+/// workgroup memory): 128, so that decode through the combine dispatch at a 4608-key context
+/// walks one 64-key chunk per workgroup (73 splits) instead of two (where attention merges its
+/// own splits, [`splits`] gives fewer).
 pub const MAX_SPLITS: u32 = 128;
 const _: () = assert!(MAX_SPLITS <= 128);
 /// Above this many key splits (a context past 2048 keys) the combine is
@@ -114,23 +115,23 @@ fn rows_per_workgroup(g: &Geometry) -> u32 {
     }
 }
 
-/// Key splits for a batch of `n_tokens` whose keys run to `kv_len`: enough workgroups to keep a
-/// large GPU busy (about 256) and splits of about 64 keys (a split's keys are walked in series:
-/// at long contexts more splits keep decode flat), at most [`MAX_SPLITS`]; 1 for larger batches
-/// (they fill the GPU with query rows) and on CPU adapters. Measured on an H200 (BENCHMARKS.md
-/// v17), decode (top 1) at a 4608-key context with up to 128 splits (73) against 64: Llama-3.2-1B
-/// shape Q8_0 767-768 against 727-749 tok/s, 8B Q4_K_M 230-232 against 222-223.
+/// Key splits for a batch of `n_tokens` whose keys run to `kv_len`: one per 64-key chunk (a
+/// split's keys are walked in series: at long contexts more splits keep decode flat), at most
+/// [`MAX_SPLITS`]; 1 for larger batches (they fill the GPU with query rows) and on CPU adapters.
+/// Measured on an H200 (BENCHMARKS.md v17), decode (top 1) at a 4608-key context with up to 128
+/// splits (73) against 64: Llama-3.2-1B shape Q8_0 767-768 against 727-749 tok/s, 8B Q4_K_M
+/// 230-232 against 222-223.
 ///
 /// One-token steps whose attention merges its own splits ([`fuses_combine`]) give each split
-/// c whole chunks instead, c = the chunks over 3 sqrt(`kv_len`) / 8, rounded down (1, as
-/// before, up to 2240 keys; 2 from 2241, so 32 splits at 4096 keys): that merge is one
-/// workgroup's, in rounds of 8 splits, so its time grows with the splits while a split's walk
-/// grows with its chunks, and the sum is least near the square root. Measured on an H200
+/// floor(sqrt(chunks) / 3) whole chunks instead (about the chunks over 3 sqrt(`kv_len`) / 8): 1,
+/// as before, up to 2240 keys, 2 from 2241, 3 from 5121; 32 splits at 4096 keys. That merge is
+/// one workgroup's, in rounds of 8 splits, so its time grows with the splits while a split's
+/// walk grows with its chunks, and the sum is least near the square root. Measured on an H200
 /// (BENCHMARKS.md v21), decode tg128 after a 4096-token prompt, all logits, with 16 / 24 / 32 /
 /// 48 / 64 / 128 splits: Llama-3.2-1B shape Q8_0 717 / 807 / 793 / 784 / 745-761 / 709 tok/s,
 /// 8B Q4_K_M 228 / 247.5 / 245 / 245 / 239 / 232.5. (Splits of part chunks cost: a first rule,
 /// at most 3 sqrt(`kv_len`) / 8 splits, gave 8 splits of 65 to 80 keys after a 512-token
-/// prompt, two chunks each, and 3-7% less speed there.)
+/// prompt, which the kernel rounds up to 5 splits of two chunks, and 3-7% less speed there.)
 pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     if n_tokens > SPLIT_MAX_TOKENS {
         return 1;
@@ -141,17 +142,9 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     if gpu.is_cpu() {
         return 1;
     }
-    let g = cfg.n_heads / cfg.n_kv_heads;
-    let decode = geometry(cfg.head_dim, g, gpu.limits().max_compute_workgroup_storage_size, cfg.kv);
-    let workgroups = cfg.n_kv_heads * (n_tokens * g).div_ceil(rows_per_workgroup(&decode));
-    // A split walks whole 64-key chunks.
-    let chunks = kv_len.div_ceil(64);
-    let mut by_keys = chunks;
-    if n_tokens == 1 && fuses_combine(gpu, cfg) {
-        let per = (chunks as f64 / (3.0 * (kv_len as f64).sqrt() / 8.0)).floor().max(1.0);
-        by_keys = chunks.div_ceil(per as u32);
-    }
-    256u32.div_ceil(workgroups).max(by_keys).clamp(1, MAX_SPLITS.min(by_keys))
+    let chunks = kv_len.max(1).div_ceil(64);
+    let per = if n_tokens == 1 && fuses_combine(gpu, cfg) { (chunks.isqrt() / 3).max(1) } else { 1 };
+    chunks.div_ceil(per).min(MAX_SPLITS)
 }
 
 /// Whether batches of more than [`SPLIT_MAX_TOKENS`] tokens take `attention_tiled.wgsl`: on GPUs

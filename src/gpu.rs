@@ -68,10 +68,11 @@ pub struct Tuning {
     pub matvec_max_tokens: u32,
     /// The matrix-matrix tile.
     pub tile: Tile,
-    /// Workgroups below which a linear op uses the portable tile instead of [`Tuning::tile`]
-    /// (a large tile leaves a GPU idle when it makes few workgroups: a narrow matrix, a short
-    /// batch). 256 is about two waves of a 132-SM GPU.
-    pub min_large_tiles: u32,
+    /// Workgroups below which a linear op uses the small tile (the portable one, or the
+    /// matrix-unit matmul's [`crate::kernels::CoopTile::SMALL`]) instead of the large one (a large
+    /// tile leaves a GPU idle when it makes few workgroups: a narrow matrix, a short batch).
+    /// `None`: [`Tuning::min_large`]'s choice by the tile in force.
+    pub min_large_tiles: Option<u32>,
     /// Forced attention key splits for small batches (else [`crate::attention::splits`]).
     pub splits: Option<u32>,
     /// Use the matrix-unit matmul (`shaders/matmul_coop.wgsl`: f16 halves of f32 operands, f32
@@ -139,6 +140,15 @@ impl Tuning {
     /// their dispatches are cheap next to the arithmetic.
     pub fn fused(&self) -> bool {
         self.fuse.unwrap_or(!self.cpu)
+    }
+
+    /// [`Tuning::min_large_tiles`] in force: by default 128 (about one wave of an H200's 132
+    /// SMs) for the matrix-unit matmul's 128 x 128 tiles, where 256 left the 8B shape's
+    /// 4096-row matrices on the 64 x 64 tile (pp512 3937 -> 4302 tok/s, BENCHMARKS.md v21), and
+    /// 256 (about two waves) for the other tiles, where it was measured.
+    pub fn min_large(&self) -> u32 {
+        let big = self.coop && self.coop_tile.bm * self.coop_tile.bn >= 128 * 128;
+        self.min_large_tiles.unwrap_or(if big { 128 } else { 256 })
     }
 }
 
@@ -208,7 +218,7 @@ impl Gpu {
                 attn_heads: None,
                 matvec_max_tokens: 8,
                 tile: Tile::PORTABLE,
-                min_large_tiles: 256,
+                min_large_tiles: None,
                 splits: None,
                 coop: false,
                 coop_tile: crate::kernels::CoopTile::DEFAULT,
@@ -310,12 +320,16 @@ impl Gpu {
         if t.coop && !self.has_coop() {
             return Err(Error::Input(format!("Tuning::coop is on, but {} has no 16x16x16 f16 cooperative matrices", self.adapter_info)));
         }
+        if t.coop && !t.coop_tile.is_valid() {
+            return Err(Error::Input(format!(
+                "Tuning::coop_tile {}: subgroup blocks must be 32 or 64 a side, tiles multiples of them up to 512 (at most 8 subgroups), split 0 to 2",
+                t.coop_tile
+            )));
+        }
         if t.coop && !self.coop_fits(t.coop_tile) {
             return Err(Error::Input(format!(
-                "Tuning::coop_tile {}x{}/{} needs {} bytes of workgroup memory, more than this device's {}",
-                t.coop_tile.bm,
-                t.coop_tile.bn,
-                t.coop_tile.split,
+                "Tuning::coop_tile {} needs {} bytes of workgroup memory, more than this device's {}",
+                t.coop_tile,
                 t.coop_tile.shared_bytes(),
                 self.device.limits().max_compute_workgroup_storage_size
             )));
@@ -363,7 +377,7 @@ impl Gpu {
                 required_limits: limits,
                 // SAFETY: only the cooperative-matrix feature is experimental; its one kernel is
                 // checked on the devices that have it by tests/reference.rs (variant 4) and
-                // tests/formats.rs (variants 6 and 7), which skip, saying so, elsewhere.
+                // tests/formats.rs (variants 6 to 8), which skip, saying so, elsewhere.
                 experimental_features: if coop_ok { unsafe { wgpu::ExperimentalFeatures::enabled() } } else { wgpu::ExperimentalFeatures::disabled() },
                 ..Default::default()
             })
@@ -385,17 +399,11 @@ impl Gpu {
         // On where the device has them (and is not a CPU) and its tiles fit the workgroup memory:
         // on an H200, pp512 against the f32 kernel 1.27x (1B Q8_0), 1.32x (Q4_K_M), 1.16x (F16),
         // 1.34x (8B Q4_K_M), within 6e-5 of every reference case (BENCHMARKS.md v9). The 128 x
-        // 128 tile where it fits, large from 128 workgroups (about one wave of an H200's 132 SMs:
-        // 256 left its 4096-row matrices on the 64 x 64 tile; BENCHMARKS.md v21).
+        // 128 tile where it fits (BENCHMARKS.md v21), else 64 x 128.
         use crate::kernels::CoopTile;
         let tile = [CoopTile::DEFAULT, CoopTile::COMPACT].into_iter().find(|&t| gpu.coop_fits(t));
         gpu.tuning.coop = gpu.has_coop() && !gpu.is_cpu() && tile.is_some();
-        if let Some(t) = tile {
-            gpu.tuning.coop_tile = t;
-            if gpu.tuning.coop && t == CoopTile::DEFAULT {
-                gpu.tuning.min_large_tiles = 128;
-            }
-        }
+        gpu.tuning.coop_tile = tile.unwrap_or(CoopTile::DEFAULT);
         // The integer matvec form on Vulkan, where it was measured (naga emits OpSDot where the
         // device has integer dot products, a bit-field polyfill elsewhere; Metal and D3D12 are
         // unmeasured): H200, 8B Q4_K_M decode 160.6 -> 245.8 tok/s (BENCHMARKS.md v10).

@@ -298,7 +298,7 @@ impl CoopTile {
     /// 128 x 128 in 8 subgroups of 64 x 32 (each loads 4 weight fragments and 2 token fragments
     /// for 8 products, against 2 and 2 for 4 in 32 x 32), weights and activations each split in
     /// two f16 halves: 48 KiB of workgroup memory. On an H200, pp512 against [`CoopTile::COMPACT`]
-    /// (with [`crate::gpu::Tuning::min_large_tiles`] 128 against 256): 8B Q4_K_M 3781 -> 4302
+    /// (with [`crate::gpu::Tuning::min_large`] 128 against 256): 8B Q4_K_M 3781 -> 4302
     /// tok/s, Llama-3.2-1B shape Q8_0 19935 -> 21551, Q4_K_M 21648 -> 22424, F16 26685 -> 31954
     /// (BENCHMARKS.md v21; subgroups of 32 x 64 ran even, 64 x 64 slower).
     pub const DEFAULT: CoopTile = CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, split: 2, pieces: false };
@@ -347,6 +347,31 @@ impl CoopTile {
     pub fn threads(&self) -> u32 {
         self.subgroups() * 32
     }
+
+    /// Whether `shaders/matmul_coop.wgsl` can be composed for this tile: `sm` and `sn` 32 or 64,
+    /// `bm` and `bn` multiples of them up to 512, at most 8 subgroups, `split` 0 to 2.
+    pub fn is_valid(&self) -> bool {
+        let side = |v: u32| v == 32 || v == 64;
+        side(self.sm)
+            && side(self.sn)
+            && (1..=512).contains(&self.bm)
+            && (1..=512).contains(&self.bn)
+            && self.bm % self.sm == 0
+            && self.bn % self.sn == 0
+            && self.threads() <= 256
+            && self.split <= 2
+    }
+}
+
+/// `BMxBN/SPLIT`, with `/SMxSN` where the subgroup block is not 32 x 32 (`--coop-tile`'s syntax).
+impl std::fmt::Display for CoopTile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}/{}", self.bm, self.bn, self.split)?;
+        if (self.sm, self.sn) != (32, 32) {
+            write!(f, "/{}x{}", self.sm, self.sn)?;
+        }
+        Ok(())
+    }
 }
 
 impl std::str::FromStr for CoopTile {
@@ -358,7 +383,7 @@ impl std::str::FromStr for CoopTile {
         let bad = || {
             format!(
                 "coop tile {s:?}: expected BMxBN/SPLIT or BMxBN/SPLIT/SMxSN with SM, SN 32 or 64, BM, BN multiples of them \
-                 (at most 8 subgroups) and SPLIT 0, 1 or 2, e.g. 64x64/2 or 128x128/1/64x32"
+                 up to 512 (at most 8 subgroups) and SPLIT 0, 1 or 2, e.g. 64x64/2 or 128x128/1/64x32"
             )
         };
         let mut parts = s.split('/');
@@ -372,9 +397,8 @@ impl std::str::FromStr for CoopTile {
             Some(p) => dims(Some(p))?,
             None => (32, 32),
         };
-        let ok = [sm, sn].iter().all(|&v| v == 32 || v == 64) && bm > 0 && bn > 0 && bm % sm == 0 && bn % sn == 0;
         let t = CoopTile { bm, bn, sm, sn, split, pieces: false };
-        if parts.next().is_some() || !ok || t.threads() > 256 || split > 2 {
+        if parts.next().is_some() || !t.is_valid() {
             return Err(bad());
         }
         Ok(t)
@@ -645,15 +669,7 @@ impl PipelineKey {
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
             Geometry::CpuTile(t) => s += &format!(" {t}"),
-            Geometry::Coop(t) => {
-                s += &format!(" {}x{}/{}", t.bm, t.bn, t.split);
-                if (t.sm, t.sn) != (32, 32) {
-                    s += &format!("/{}x{}", t.sm, t.sn);
-                }
-                if t.pieces {
-                    s += " wp";
-                }
-            }
+            Geometry::Coop(t) => s += &format!(" {t}{}", if t.pieces { " wp" } else { "" }),
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
             Geometry::AttentionTiled { head_dim, bkv, .. } => s += &format!(" hd{head_dim} bkv{bkv}"),

@@ -339,7 +339,7 @@ impl Builder<'_> {
     fn linear_op(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>, head: bool) -> Fused {
         let mv_max = self.gpu.tuning().matvec_max_tokens;
         let coop = self.gpu.tuning().coop;
-        let min_large = self.gpu.tuning().min_large_tiles;
+        let min_large = self.gpu.tuning().min_large();
         let sg = self.gpu.tuning().cpu_subgroup;
         let fused = self.gpu.tuning().fused();
         let norm = fuse.norm.filter(|_| fused);

@@ -202,22 +202,33 @@ fn forward_argument_errors() {
 }
 
 /// A tuning set from Rust that the device cannot run (the matrix-unit matmul without cooperative
-/// matrices, or a tile beyond its workgroup memory) is refused at load, by name.
+/// matrices, a tile beyond its workgroup memory, a subgroup block the kernel has no form for) is
+/// refused at load, by name.
 #[test]
 fn a_tuning_the_device_cannot_run_is_an_input_error() {
-    let mut gpu = gpu(false);
+    use webgpu_llama::kernels::CoopTile;
+    let base = gpu(false);
     let bytes = tiny(&[], "");
     let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let want = if gpu.has_coop() {
-        // A tile far past any device's workgroup memory.
-        gpu.tuning_mut().coop_tile = webgpu_llama::kernels::CoopTile { bm: 1024, bn: 1024, ..webgpu_llama::kernels::CoopTile::DEFAULT };
-        "Tuning::coop_tile 1024x1024/2"
+    let cases = if base.has_coop() {
+        vec![
+            // 68 KiB of workgroup memory, past any device's so far.
+            (Some(CoopTile { bm: 256, bn: 128, sm: 64, sn: 64, ..CoopTile::DEFAULT }), "Tuning::coop_tile 256x128/2/64x64 needs 69632 bytes"),
+            (Some(CoopTile { sm: 48, ..CoopTile::DEFAULT }), "Tuning::coop_tile 128x128/2/48x32: subgroup blocks must be 32 or 64"),
+        ]
     } else {
-        "Tuning::coop is on"
+        println!("{}: no cooperative matrices, so only the matmul's absence is checked", base.adapter_info);
+        vec![(None, "Tuning::coop is on")]
     };
-    gpu.tuning_mut().coop = true;
-    let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
-    assert!(matches!(e, Error::Input(_)) && e.to_string().contains(want), "{e}");
+    for (tile, want) in cases {
+        let mut gpu = base.clone();
+        if let Some(t) = tile {
+            gpu.tuning_mut().coop_tile = t;
+        }
+        gpu.tuning_mut().coop = true;
+        let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
+        assert!(matches!(e, Error::Input(_)) && e.to_string().contains(want), "{e}");
+    }
 }
 
 #[test]

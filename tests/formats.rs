@@ -252,7 +252,7 @@ const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 /// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups), 6 the matrix-unit matmul
 /// for every batch (default tile and split precision, quantised weights as runs of 4), 7 the same
 /// with its 64 x 64 tile and the 16-byte pieces of F16, Q4_K and regrouped Q8_0 and Q6_K, 8 the
-/// same with the 128 x 128 tile in subgroups of 64 x 32 and (odd `i`) 64 x 64 (6 to 8 only where
+/// same with the 128 x 128 tile in subgroups of 64 x 32 and (odd `i / 4`) 64 x 64 (6 to 8 only where
 /// the device has cooperative matrices: [`variants`]); and, with `cap`, a binding cap.
 fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
@@ -271,16 +271,16 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
             t.wide = Some(i % 4 < 2);
         }
         3 => (t.matvec_max_tokens, t.tile, t.cpu_tile, t.coop) = (0, Tile::PORTABLE, None, false),
-        4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (0, Tile::LARGE, 0, None, false),
+        4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (0, Tile::LARGE, Some(0), None, false),
         5 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
         // The matrix-unit matmul: 6 with the quantised formats' weights as runs of 4, 7 (the 64
         // x 64 tile) as 16-byte pieces where the format and width have them (the default).
-        6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (0, true, 0, false),
+        6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (0, true, Some(0), false),
         7 => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (0, true, CoopTile::SMALL, true),
         // 8: subgroups of 4 x 2 and (odd calls) 4 x 4 fragments, every op on the large tile.
         _ => {
-            let tile = CoopTile { bm: 128, bn: 128, sm: 64, sn: [32, 64][i % 2], ..CoopTile::DEFAULT };
-            (t.matvec_max_tokens, t.coop, t.coop_tile, t.min_large_tiles, t.coop_quant_pieces) = (0, true, tile, 0, true)
+            let tile = CoopTile { bm: 128, bn: 128, sm: 64, sn: [32, 64][(i / 4) % 2], ..CoopTile::DEFAULT };
+            (t.matvec_max_tokens, t.coop, t.coop_tile, t.min_large_tiles, t.coop_quant_pieces) = (0, true, tile, Some(0), true)
         }
     }
     if let Some(c) = cap {
@@ -295,8 +295,12 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
 /// The variants of [`shaped`] this device runs: 0 to 5, and the matrix-unit matmul's 6 to 8
 /// where it has cooperative matrices (said once per format where it does not).
 fn variants(base: &Gpu, ty: GgmlType) -> usize {
-    if base.has_coop() {
+    if base.has_coop() && base.coop_fits(CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, ..CoopTile::DEFAULT }) {
         return 9;
+    }
+    if base.has_coop() {
+        println!("{ty}: matrix-unit matmul's 128 x 128 tile (variant 8) skipped: more workgroup memory than {} has", base.adapter_info);
+        return 8;
     }
     println!("{ty}: matrix-unit matmul (variants 6 to 8) skipped: {} has no cooperative matrices", base.adapter_info);
     6
@@ -307,12 +311,13 @@ fn check_format(ty: GgmlType) {
     let base = gpu(false);
     let nv = variants(&base, ty);
     let mut i = 0;
-    // The matrix-unit matmul's 16-byte pieces past its first workgroup of weight rows (67 rows:
-    // two of 64) and past a row's first group of 8 blocks (4096 columns: Q6_K's regrouped
-    // groups are 2048 wide), runs (6) and pieces (7, 8), where the device has cooperative matrices.
+    // The matrix-unit matmul's 16-byte pieces past its first workgroup of weight rows and of
+    // tokens (131 rows and 150 tokens: two tiles of 128, three of 64) and past a row's first
+    // group of 8 blocks (4096 columns: Q6_K's regrouped groups are 2048 wide), runs (6) and
+    // pieces (7, and 8 in both subgroup blocks), where the device has cooperative matrices.
     if nv > 6 && matches!(ty, GgmlType::Q4_K | GgmlType::Q6_K | GgmlType::Q8_0) {
-        for v in 6..nv {
-            check_linear(&shaped(&base, v, 0, None), ty, 67, 4096, 70, 0, 0, &mut rng);
+        for (v, i) in (6..nv).map(|v| (v, 0)).chain((nv > 8).then_some((8, 4))) {
+            check_linear(&shaped(&base, v, i, None), ty, 131, 4096, 150, 0, 0, &mut rng);
         }
     }
     for cols in widths(ty) {

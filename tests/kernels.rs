@@ -400,7 +400,10 @@ fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Opti
 fn decode_merges_its_key_splits() {
     let s = Shape::dense(256, 2, 8, 2, 512, 67);
     let bytes = model(&s, Scheme::Q4KM, 13).unwrap().to_bytes();
-    for (kv, splits) in [(KvType::F32, Some(3)), (KvType::F32, Some(7)), (KvType::F32, Some(128)), (KvType::F32, None), (KvType::F16, Some(5))] {
+    // (2 splits: two chunks a split past 128 keys, as attention::splits gives past 2240.)
+    for (kv, splits) in
+        [(KvType::F32, Some(3)), (KvType::F32, Some(7)), (KvType::F32, Some(128)), (KvType::F32, None), (KvType::F16, Some(5)), (KvType::F32, Some(2))]
+    {
         let (plain, merged) = merge_pair(&bytes, 2, 200, kv, splits);
         let tokens: Vec<u32> = (0..190).map(|i| (i * 7919 + 3) % s.vocab).collect();
         for (pos, &t) in tokens.iter().enumerate() {
@@ -409,6 +412,45 @@ fn decode_merges_its_key_splits() {
         assert_merged(&plain, &merged, &tokens[..3], 120, &format!("{kv:?} {splits:?}"));
         assert_merged(&plain, &merged, &tokens[120..121], 123, &format!("{kv:?} {splits:?}, after a 3-token batch"));
     }
+}
+
+/// Key splits by context (`attention::splits`): every split holds keys (the kernel walks a split's
+/// keys in whole 64-key chunks, so a split count that does not divide them into chunks leaves
+/// splits empty), one chunk a split through the combine dispatch and, where attention merges its
+/// own splits, one up to 2240 keys and more past it, about sqrt(chunks) / 3 (32 splits at 4096
+/// keys, the measured best region on an H200: BENCHMARKS.md v21); at most MAX_SPLITS.
+#[test]
+fn key_splits_walk_whole_chunks() {
+    let s = Shape::dense(256, 1, 8, 2, 256, 67);
+    let bytes = model(&s, Scheme::Q4KM, 5).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let cfg = |on: bool| {
+        let mut gpu = gpu(false);
+        let t = gpu.tuning_mut();
+        (t.cpu, t.fuse, t.fused_combine) = (false, Some(true), Some(on));
+        let l = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(64), ..Default::default() }).unwrap();
+        (gpu, l.config.clone())
+    };
+    let ((plain, pc), (merged, mc)) = (cfg(false), cfg(true));
+    use webgpu_llama::attention::{splits, MAX_SPLITS};
+    let mut last_per = 1;
+    for kv in [1u32, 63, 64, 65, 520, 641, 2176, 2177, 2240, 2241, 4096, 5120, 5121, 20000, 100_000, 1 << 20] {
+        let chunks = kv.div_ceil(64);
+        let n = splits(&plain, &pc, 1, kv);
+        assert_eq!(n, chunks.min(MAX_SPLITS), "{kv} keys through the combine dispatch: one chunk a split");
+        let n = splits(&merged, &mc, 1, kv);
+        let per = kv.div_ceil(n).div_ceil(64); // chunks a split walks (the kernel's rounding)
+        assert!(n <= MAX_SPLITS && (n - 1) * per * 64 < kv, "{kv} keys, {n} splits of {per} chunks: one is empty");
+        assert!(per >= last_per || n == MAX_SPLITS, "{kv} keys: {per} chunks a split, fewer than at fewer keys");
+        if kv <= 2240 {
+            assert_eq!(n, chunks, "{kv} keys: one chunk a split, as before");
+        } else if n < MAX_SPLITS {
+            assert!(per >= 2, "{kv} keys: {n} splits of one chunk");
+        }
+        last_per = per;
+    }
+    assert_eq!(splits(&merged, &mc, 1, 4096), 32);
+    assert_eq!(splits(&merged, &mc, 3, 4096), 64, "3-token batches merge by the combine dispatch");
 }
 
 /// The merge past its first round of 8 splits (a 650-token prompt, then one-token steps with 128

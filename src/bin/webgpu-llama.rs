@@ -130,10 +130,11 @@ mod cli {
         /// Batches of at most this many tokens use the matrix-vector kernel.
         #[arg(long)]
         matvec_max_tokens: Option<u32>,
-        /// Workgroups below which a linear op uses the portable tile instead of the large one.
+        /// Workgroups below which a linear op uses the small tile instead of the large one (default:
+        /// 128 for the matrix-unit matmul's 128 x 128 tiles, else 256).
         #[arg(long)]
         min_large_tiles: Option<u32>,
-        /// Attention key splits for small batches (default: by occupancy).
+        /// Attention key splits for small batches (default: by context length).
         #[arg(long)]
         splits: Option<u32>,
         /// Threads per row of the matrix-vector kernels: 1, 2, 4 ... 256 (the expert kernels take 64 at most; default: by shape and device).
@@ -259,7 +260,7 @@ mod cli {
                 t.matvec_max_tokens = m;
             }
             if let Some(m) = self.min_large_tiles {
-                t.min_large_tiles = m;
+                t.min_large_tiles = Some(m);
             }
             t.splits = self.splits.or(t.splits);
             t.attn_heads = self.attn_heads.or(t.attn_heads);
