@@ -68,31 +68,18 @@ impl Builder<'_> {
     /// [`Builder::quantized_inorm`] names) or read the same input
     /// ([`Builder::mark_quantized_read`]).
     pub fn quantized(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, norm: Option<(&wgpu::Buffer, f32)>) -> (wgpu::Buffer, wgpu::Buffer) {
-        self.quantized_when(x, x_stride, cols, norm, |_| true)
-    }
-
-    /// [`Builder::quantized`] with the quantize op run only on the one-token batches for which
-    /// `when` holds (another op writes the integers on the others, see
-    /// [`Builder::mark_quantized_read`]).
-    pub fn quantized_when(
-        &mut self,
-        x: &wgpu::Buffer,
-        x_stride: u32,
-        cols: u32,
-        norm: Option<(&wgpu::Buffer, f32)>,
-        when: impl Fn(&Batch) -> bool + 'static,
-    ) -> (wgpu::Buffer, wgpu::Buffer) {
         let key = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
         if let Some(s) = self.quant.as_ref().filter(|s| s.at == self.program.ops.len() && s.key == key) {
             return (s.q.clone(), s.s.clone());
         }
         let pair = self.quant_buffers((cols / HALF) as u64, None);
-        self.quantize_into(pair, x, x_stride, cols, norm, when)
+        self.quantize_into(pair, x, x_stride, cols, norm, |_| true)
     }
 
-    /// [`Builder::quantized_when`]'s quantize op, into `(q, s)` (from [`Builder::quant_buffers`],
+    /// [`Builder::quantized`]'s quantize op, into `(q, s)` (from [`Builder::quant_buffers`],
     /// taken earlier by an op that writes them on the other batches, bound before this op
-    /// exists); returns them.
+    /// exists), run only on the one-token batches for which `when` holds (the other op writes
+    /// the integers on the others, see [`Builder::mark_quantized_read`]); returns them.
     pub fn quantize_into(
         &mut self,
         (q, s): (wgpu::Buffer, wgpu::Buffer),

@@ -423,22 +423,22 @@ fn decode_merges_its_key_splits() {
 fn key_splits_walk_whole_chunks() {
     let s = Shape::dense(256, 1, 8, 2, 256, 67);
     let bytes = model(&s, Scheme::Q4KM, 5).unwrap().to_bytes();
-    let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let cfg = |on: bool| {
-        let mut gpu = gpu(false);
-        let t = gpu.tuning_mut();
+    let cfg = webgpu_llama::Config::from_gguf(&Gguf::parse(bytes.as_slice()).unwrap(), Some(64)).unwrap();
+    let base = gpu(false);
+    let with = |on: bool| {
+        let mut g = base.clone();
+        let t = g.tuning_mut();
         (t.cpu, t.fuse, t.fused_combine) = (false, Some(true), Some(on));
-        let l = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(64), ..Default::default() }).unwrap();
-        (gpu, l.config.clone())
+        g
     };
-    let ((plain, pc), (merged, mc)) = (cfg(false), cfg(true));
+    let (plain, merged) = (with(false), with(true));
     use webgpu_llama::attention::{splits, MAX_SPLITS};
     let mut last_per = 1;
     for kv in [1u32, 63, 64, 65, 520, 641, 2176, 2177, 2240, 2241, 4096, 5120, 5121, 20000, 100_000, 1 << 20] {
         let chunks = kv.div_ceil(64);
-        let n = splits(&plain, &pc, 1, kv);
+        let n = splits(&plain, &cfg, 1, kv);
         assert_eq!(n, chunks.min(MAX_SPLITS), "{kv} keys through the combine dispatch: one chunk a split");
-        let n = splits(&merged, &mc, 1, kv);
+        let n = splits(&merged, &cfg, 1, kv);
         let per = kv.div_ceil(n).div_ceil(64); // chunks a split walks (the kernel's rounding)
         assert!(n <= MAX_SPLITS && (n - 1) * per * 64 < kv, "{kv} keys, {n} splits of {per} chunks: one is empty");
         assert!(per >= last_per || n == MAX_SPLITS, "{kv} keys: {per} chunks a split, fewer than at fewer keys");
@@ -449,8 +449,8 @@ fn key_splits_walk_whole_chunks() {
         }
         last_per = per;
     }
-    assert_eq!(splits(&merged, &mc, 1, 4096), 32);
-    assert_eq!(splits(&merged, &mc, 3, 4096), 64, "3-token batches merge by the combine dispatch");
+    assert_eq!(splits(&merged, &cfg, 1, 4096), 32);
+    assert_eq!(splits(&merged, &cfg, 3, 4096), 64, "3-token batches merge by the combine dispatch");
 }
 
 /// The merge past its first round of 8 splits (a 650-token prompt, then one-token steps with 128
