@@ -4,14 +4,14 @@
 // keys) leaves a decode step waiting on memory several times per tile. Here each workgroup takes
 // G of one KV head's GQ query heads and one key split (flash-decoding: partials merged by
 // attention_combine(_wide).wgsl, as attention.wgsl writes them, or here, COMBINE below) and
-// walks its keys 64 at a time in
+// walks its keys KC (64 or 128: the workgroup's threads, a chunk) at a time in
 // three steps:
 //   1. thread j reads key j's row (HD / 4 vector loads, 16 in flight at a time) and scores it
 //      against the workgroup's G query heads (q in workgroup memory);
-//   2. each head's running max and sum are updated from the 64 scores (online softmax,
+//   2. each head's running max and sum are updated from the KC scores (online softmax,
 //      FlashAttention, Dao et al. 2022; max and sum as trees across the threads), and thread j
 //      turns its scores into weights;
-//   3. the 64 weighted value rows are added up by NDG x KG threads: thread j takes the 4 dims
+//   3. the KC weighted value rows are added up by NDG x KG threads: thread j takes the 4 dims
 //      4 (j % NDG) .. (of each head) of the KPG keys of key group j / NDG, 16 vector loads in
 //      flight at a time (16 keys' value rows per wait on memory, not 1), and the KG groups'
 //      sums are added in workgroup memory once, at the end.
@@ -21,7 +21,10 @@
 // (4-dim groups per thread: HD / 256 rounded up), `KG` (key groups, below), `SG` (subgroup size
 // of step 2's reductions, 0: none), `KV16` (f16 cache: IEEE halves two per u32), `ROPE` and
 // `VCACHED` (with ROPE: the value projection already wrote the token's value into its cache row,
-// linear::Fuse::cache_row, so it is read from there and only the key is written).
+// linear::Fuse::cache_row, so it is read from there and only the key is written), `KC` (keys
+// a chunk, and the workgroup's threads: 64, or 128 where a split walks more than one 64-key
+// chunk, attention::decode_chunk), `PREFETCH` (step 3's first value rows are loaded before step
+// 1, gpu::Tuning::attn_prefetch).
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv
 // (k rotated by all threads into workgroup memory, where its thread scores it; its value is
@@ -30,7 +33,7 @@
 // workgroups of that split load the slot in step 1 only to discard it (the own key's score
 // comes from KOWN, past-the-end keys are masked) and step 3 stops before it; no other split or
 // KV head touches it. Binding 7: rope_kv's cos/sin table.
-// With `SG` (a subgroup size dividing 64, at least 2), step 2's max and sum are subgroup
+// With `SG` (a subgroup size dividing KC, at least 2), step 2's max and sum are subgroup
 // operations, then one exchange in workgroup memory, instead of 6-level trees.
 // With `COMBINE` (and ROPE) the key splits are merged here, not by a combine dispatch: each
 // workgroup writes its partial, then counts itself done on its head group's ticket (an atomic
@@ -89,13 +92,13 @@ struct Partials { p: array<f32, TICKETS>, tickets: array<atomic<u32>> };
 
 const NEG: f32 = -3.0e38; // a masked score
 var<workgroup> Q: array<vec4<f32>, G * HD / 4u>;
-var<workgroup> S: array<array<f32, 64>, G>; // scores, then softmax weights, of the 64 keys
+var<workgroup> S: array<array<f32, KC>, G>; // scores, then softmax weights, of the KC keys
 // Value dims in 4-dim groups: NDG groups per head; KG key groups (composed: a power of two with
-// KG x NDG <= 64) of KPG keys each share the 64 threads, so the groups cover a chunk's 64 keys
-// exactly (with more than 64 dim groups, one key group and DPT dim groups per thread).
+// KG x NDG <= KC) of KPG keys each share the KC threads, so the groups cover a chunk's KC keys
+// exactly (with more than KC dim groups, one key group and DPT dim groups per thread).
 const NDG: u32 = HD / 4u;
-const KPG: u32 = 64u / KG;
-var<workgroup> O: array<array<vec4<f32>, 64>, G>; // the trees of step 2 (x), the key groups' sums at the end
+const KPG: u32 = KC / KG;
+var<workgroup> O: array<array<vec4<f32>, KC>, G>; // the trees of step 2 (x), the key groups' sums at the end
 //@if COMBINE
 var<workgroup> TICKET: u32; // the head group's count of finished splits before this one
 //@end
@@ -191,7 +194,7 @@ fn own_value(kvh: u32, dg: u32) -> vec4<f32> {
 }
 
 //@if COMBINE
-// After this workgroup's partials of heads h0 .. h0 + G (by all 64 threads, j this one's): if it
+// After this workgroup's partials of heads h0 .. h0 + G (by all KC threads, j this one's): if it
 // is the last of the ns splits of head group `group` to finish, the merge of their partials
 // into o, attention_combine.wgsl's maths with its latency cut: thread i takes dims 4 (i % NDG)
 // .. of head i / NDG and loads every split's max, sum and dims, 8 splits at a time, rescaling
@@ -207,7 +210,7 @@ fn merge(group: u32, h0: u32, j: u32, ns: u32) {
   // on the merging workgroup's path cost nothing measurable: BENCHMARKS.md v20, nofence.)
   storageBarrier();
   if (j == 0u) { atomicStore(&partials.tickets[group], 0u); }
-  for (var i = j; i < G * NDG; i += 64u) {
+  for (var i = j; i < G * NDG; i += KC) {
     let b0 = partial(group, 0u, i / NDG);
     let d0 = b0 + 4u * (i % NDG);
     var mx = NEG;
@@ -249,7 +252,7 @@ fn merge(group: u32, h0: u32, j: u32, ns: u32) {
   // The heads' rows (in Q, whose queries are done with) as integers: thread i writes vec4 i's
   // digits, its half's scale from all four (quantize_half's maths, four threads a half).
   workgroupBarrier();
-  for (var i = j; i < G * NDG; i += 64u) {
+  for (var i = j; i < G * NDG; i += KC) {
     let k = i / 4u;
     let s = half_scale(array<vec4<f32>, 4>(Q[4u * k], Q[4u * k + 1u], Q[4u * k + 2u], Q[4u * k + 3u]));
     let q = half_digits(Q[i], s.y);
@@ -263,19 +266,19 @@ fn merge(group: u32, h0: u32, j: u32, ns: u32) {
 }
 //@end
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(KC)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         @builtin(local_invocation_id) l: vec3u) {
   let kvh = wg.y;
   let j = l.x;
   let kvd = p.n_kv * HD;
   let h0 = kvh * GQ + wg.x * G;
-  // This split's keys (whole chunks of 64).
+  // This split's keys (whole chunks of KC).
   let kall = st.pos0 + 1u;
-  let per = ((kall + nwg.z - 1u) / nwg.z + 63u) / 64u * 64u;
+  let per = ((kall + nwg.z - 1u) / nwg.z + KC - 1u) / KC * KC;
   let kbeg = wg.z * per;
   let kend = min(kall, kbeg + per);
-  for (var i = j; i < G * HD / 4u; i += 64u) {
+  for (var i = j; i < G * HD / 4u; i += KC) {
     let g = i / (HD / 4u);
     let d = 4u * (i % (HD / 4u));
     let qo = (h0 + g) * HD + d;
@@ -291,12 +294,37 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@if ROPE
   // The token's own key, rotated by all threads at once (its scoring thread would otherwise
   // wait on HD / 4 dependent loads of qkv and the table while the workgroup waits on it).
-  for (var i = j; i < HD / 4u; i += 64u) {
+  for (var i = j; i < HD / 4u; i += KC) {
     KOWN[i] = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
   }
 //@end
   workgroupBarrier();
-  for (var kb = kbeg; kb < kend; kb += 64u) {
+  for (var kb = kbeg; kb < kend; kb += KC) {
+    // The chunk's last key with a value row to read (step 3), and whether it has any.
+    var last = kend - 1u - kb;
+    var values = true;
+//@if ROPE
+    // The token's own key (the split's last, in its last chunk) is not in the cache yet: the
+    // reads stop before its slot (whatever it holds, even a non-finite leftover, stays out of
+    // the sums), and a chunk of that key alone reads no values.
+    if (kend - 1u == st.pos0 && last < KC) {
+      values = last > 0u;
+      last = max(last, 1u) - 1u;
+    }
+//@end
+    let k0 = min(kg, KG - 1u) * KPG;
+    // (Groups stop at the split's last key: a short context reads no rows past it. Loads past
+    // the group's keys read its last one again: the next chunk's rows can be the token's own
+    // slot, whose leftover, NaN say, would turn a weight of 0 into NaN.)
+    let top = min(last, k0 + KPG - 1u);
+//@if PREFETCH
+    // Step 3's first 16 value rows (of its first dims), loaded now: they do not depend on the
+    // scores, so their wait on memory overlaps step 1's and 2's instead of following them.
+    // (With a chunk of the own key alone they load its slot, and are not used.)
+    var vpre: array<vec4<f32>, 16>;
+    let vo0 = (kb * kvd + kvh * HD) / 4u + min(j % NDG, NDG - 1u);
+    for (var u = 0u; u < 16u; u++) { vpre[u] = value4(vo0 + min(k0 + u, top) * (kvd / 4u)); }
+//@end
     // 1. Key kb + j against each of the workgroup's heads.
     let key = kb + j;
     let kbase = min(key, kend - 1u) * (kvd / 4u) + kvh * (HD / 4u);
@@ -323,10 +351,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
 //@end
     // 2. The chunk's max per head (a tree over the threads' keys, in O's x), folded into each
-    // head's state; key j's weights, and their sum (another tree). A loop over the 64 scores
-    // in every thread instead waits on workgroup memory 64 times per head.
+    // head's state; key j's weights, and their sum (another tree). A loop over the KC scores
+    // in every thread instead waits on workgroup memory KC times per head.
     // With subgroups (SG lanes, a 1-D workgroup split into runs of SG consecutive threads):
-    // each subgroup's max and sum by subgroup operations, then the 64 / SG of them in O.
+    // each subgroup's max and sum by subgroup operations, then the KC / SG of them in O.
     var chunk_max: array<f32, G>;
 //@if SG
     for (var g = 0u; g < G; g++) {
@@ -336,13 +364,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
     for (var g = 0u; g < G; g++) {
       chunk_max[g] = O[g][0].x;
-      for (var i = 1u; i < 64u / SG; i++) { chunk_max[g] = max(chunk_max[g], O[g][i].x); }
+      for (var i = 1u; i < KC / SG; i++) { chunk_max[g] = max(chunk_max[g], O[g][i].x); }
     }
 //@end
 //@if !SG
     for (var g = 0u; g < G; g++) { O[g][j].x = select(NEG, s[g], key < kend); }
     workgroupBarrier();
-    for (var h = 32u; h > 0u; h >>= 1u) {
+    for (var h = KC / 2u; h > 0u; h >>= 1u) {
       if (j < h) {
         for (var g = 0u; g < G; g++) { O[g][j].x = max(O[g][j].x, O[g][j + h].x); }
       }
@@ -365,21 +393,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     var chunk_sum: array<f32, G>;
 //@if SG
-    // (Slots 64 / SG on: other threads may still read the maxima in the first ones.)
+    // (Slots KC / SG on: other threads may still read the maxima in the first ones.)
     for (var g = 0u; g < G; g++) {
       let sw = subgroupAdd(w[g]);
-      if (j % SG == 0u) { O[g][64u / SG + j / SG].x = sw; }
+      if (j % SG == 0u) { O[g][KC / SG + j / SG].x = sw; }
     }
     workgroupBarrier();
     for (var g = 0u; g < G; g++) {
-      for (var i = 0u; i < 64u / SG; i++) { chunk_sum[g] += O[g][64u / SG + i].x; }
+      for (var i = 0u; i < KC / SG; i++) { chunk_sum[g] += O[g][KC / SG + i].x; }
     }
 //@end
 //@if !SG
     workgroupBarrier();
     for (var g = 0u; g < G; g++) { O[g][j].x = w[g]; }
     workgroupBarrier();
-    for (var h = 32u; h > 0u; h >>= 1u) {
+    for (var h = KC / 2u; h > 0u; h >>= 1u) {
       if (j < h) {
         for (var g = 0u; g < G; g++) { O[g][j].x += O[g][j + h].x; }
       }
@@ -394,34 +422,26 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       lsum[g] = lsum[g] * corr[g] + chunk_sum[g];
       for (var t = 0u; t < DPT; t++) { acc[g][t] *= corr[g]; }
     }
-    var last = kend - 1u - kb;
-    var values = true;
-//@if ROPE
-    // The token's own key (the split's last, in its last chunk) is not in the cache yet: the
-    // reads stop before its slot (whatever it holds, even a non-finite leftover, stays out of
-    // the sums), and a chunk of that key alone reads no values.
-    if (kend - 1u == st.pos0 && last < 64u) {
-      values = last > 0u;
-      last = max(last, 1u) - 1u;
-    }
-//@end
     for (var t = 0u; t < DPT && values; t++) {
-      let dg = min(j % NDG + 64u * t, NDG - 1u);
+      let dg = min(j % NDG + KC * t, NDG - 1u);
       let vo = (kb * kvd + kvh * HD) / 4u + dg;
-      let k0 = min(kg, KG - 1u) * KPG;
-      // (Groups stop at the split's last key: a short context reads no rows past it. Loads past
-      // the group's keys read its last one again: the next chunk's rows can be the token's own
-      // slot, whose leftover, NaN say, would turn a weight of 0 into NaN.)
-      let top = min(last, k0 + KPG - 1u);
       for (var i = k0; i < k0 + KPG && i <= last; i += 16u) {
         var v: array<vec4<f32>, 16>;
-        for (var u = 0u; u < 16u; u++) {
-          v[u] = value4(vo + min(i + u, top) * (kvd / 4u));
+//@if PREFETCH
+        if (t == 0u && i == k0) {
+          v = vpre;
+        } else {
+//@end
+          for (var u = 0u; u < 16u; u++) {
+            v[u] = value4(vo + min(i + u, top) * (kvd / 4u));
+          }
+//@if PREFETCH
         }
+//@end
         for (var u = 0u; u < 16u; u++) {
           // Past the group's keys (KPG not a multiple of 16): weight 0.
           let in_group = i + u < k0 + KPG;
-          for (var g = 0u; g < G; g++) { acc[g][t] += select(0.0, S[g][min(i + u, 63u)], in_group) * v[u]; }
+          for (var g = 0u; g < G; g++) { acc[g][t] += select(0.0, S[g][min(i + u, KC - 1u)], in_group) * v[u]; }
         }
       }
     }
@@ -432,7 +452,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // from its cache row, where the value projection wrote it): key group 0 adds it.
   if (kbeg <= st.pos0 && st.pos0 < kend && kg == 0u) {
     for (var t = 0u; t < DPT; t++) {
-      let v = own_value(kvh, min(j % NDG + 64u * t, NDG - 1u));
+      let v = own_value(kvh, min(j % NDG + KC * t, NDG - 1u));
       for (var g = 0u; g < G; g++) { acc[g][t] += OWN[g] * v; }
     }
   }
@@ -454,7 +474,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let h = h0 + g;
     let base = partial(kvh * (GQ / G) + wg.x, wg.z, g);
     for (var t = 0u; t < DPT; t++) {
-      let dg = j + 64u * t;
+      let dg = j + KC * t;
       if (j < NDG && dg < NDG) {
         let a = acc[g][t];
         for (var e = 0u; e < 4u; e++) {
@@ -475,7 +495,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // The token's key (rotated) and value into the cache, by the workgroup whose split holds it
   // (the first of the KV head's).
   if (kbeg <= st.pos0 && st.pos0 < kend && wg.x == 0u) {
-    for (var dg = j; dg < NDG; dg += 64u) {
+    for (var dg = j; dg < NDG; dg += KC) {
       let c = (st.pos0 * kvd + kvh * HD) / 4u + dg;
       let k = KOWN[dg];
 //@if KV16

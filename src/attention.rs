@@ -161,9 +161,31 @@ pub fn tiled_kernel(gpu: &Gpu, cfg: &Config) -> bool {
 /// device's, unless [`crate::gpu::Tuning::decode_attention`] is off.
 pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     let g = cfg.n_heads / cfg.n_kv_heads;
-    // (q, scores, sums, own-key weights per head; the own key and the merge's ticket once.)
-    let shared = g * (4 * cfg.head_dim + 64 * 4 + 64 * 16 + 4) + 4 * cfg.head_dim + 4;
-    gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && shared <= gpu.limits().max_compute_workgroup_storage_size
+    gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && decode_fits(gpu, cfg, 64)
+}
+
+/// Whether `attention_decode.wgsl` with chunks of `keys` keys (and as many threads) fits the
+/// device: its workgroup memory (q, scores, sums, own-key weights per head; the own key and
+/// the merge's ticket once) and invocations.
+fn decode_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
+    let g = cfg.n_heads / cfg.n_kv_heads;
+    let shared = g * (4 * cfg.head_dim + keys * 4 + keys * 16 + 4) + 4 * cfg.head_dim + 4;
+    let limits = gpu.limits();
+    shared <= limits.max_compute_workgroup_storage_size && keys <= limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x)
+}
+
+/// Keys a chunk of `attention_decode.wgsl` (`KC`, and threads a workgroup) for a one-token step
+/// at `kv_len` keys in `splits` splits: 128 where a split holds more than one 64-key chunk, so
+/// that it walks half as many chunks in series (each chunk is a few waits on memory and
+/// barriers; the workgroups are few then, so the wider ones still fit the GPU at once), else
+/// 64 (a short context's splits of one chunk would leave half the threads idle);
+/// [`crate::gpu::Tuning::attn_chunk`] forces either. Measured on an H200: BENCHMARKS.md v22.
+pub fn decode_chunk(gpu: &Gpu, kv_len: u32, splits: u32) -> u32 {
+    chunk_keys(gpu.tuning().attn_chunk, kv_len, splits)
+}
+
+fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
+    forced.unwrap_or(if kv_len.div_ceil(splits.max(1)).div_ceil(64) >= 2 { 128 } else { 64 })
 }
 
 /// Query heads per workgroup of `attention_decode.wgsl` ([`Geometry::AttentionDecode`]'s
@@ -306,23 +328,48 @@ impl Builder<'_> {
             let (kv_f16, rope) = (cfg.kv == KvType::F16, io.rope.is_some());
             let (combine, v_cached) = (merges, io.v_cached);
             let tickets = if merges { tickets_at(cfg) } else { 0 };
-            let geometry =
-                Geometry::AttentionDecode { head_dim: cfg.head_dim, group: g, heads, kv_f16, rope, sg, v_cached, combine, quant: merges && quant, tickets };
             let mut with_rope = bufs.to_vec();
             with_rope.extend(io.rope);
             if let Some((xq, xs)) = quant_bufs.as_ref().filter(|_| merges) {
                 with_rope.extend([xq, xs]);
             }
-            variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &with_rope));
-            (variants.len() - 1, g / heads)
+            // Chunks of 64 keys, and of 128 where they fit and a split can hold more than 64 keys
+            // (decode_chunk picks per step): where the kernel merges its splits (their rule gives
+            // splits of several chunks), or splits or chunks are forced.
+            let first = variants.len();
+            let t = self.gpu.tuning();
+            let prefetch = t.attn_prefetch.unwrap_or(false);
+            let wide = (merges || t.splits.is_some() || t.attn_chunk == Some(128)) && decode_fits(self.gpu, cfg, 128);
+            for keys in [64, 128].into_iter().filter(|&k| k == 64 || wide) {
+                let geometry = Geometry::AttentionDecode {
+                    head_dim: cfg.head_dim,
+                    group: g,
+                    heads,
+                    kv_f16,
+                    rope,
+                    sg,
+                    v_cached,
+                    combine,
+                    quant: merges && quant,
+                    tickets,
+                    keys,
+                    prefetch,
+                };
+                variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &with_rope));
+            }
+            (first, g / heads, variants.len() - first > 1)
         });
         // The decode kernel merges one-token batches' splits itself.
         let merged = move |b: &Batch| merges && one.is_some() && b.n_tokens == 1;
         let n_kv = cfg.n_kv_heads;
+        let forced = self.gpu.tuning().attn_chunk;
         self.op(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
             Some(match (cpu, one, tiled) {
-                (_, Some((i, parts)), _) if b.n_tokens == 1 => (i, [parts, n_kv, b.splits]),
+                (_, Some((i, parts, wide)), _) if b.n_tokens == 1 => {
+                    let wide = wide && chunk_keys(forced, b.pos0 + 1, b.splits) == 128;
+                    (i + wide as usize, [parts, n_kv, b.splits])
+                }
                 (Some(per_wg), _, _) if b.n_tokens > SPLIT_MAX_TOKENS => (2, [rows.div_ceil(per_wg), n_kv, 1]),
                 (_, _, Some(i)) if b.n_tokens > SPLIT_MAX_TOKENS => (i, [rows.div_ceil(64), n_kv, 1]),
                 _ if rows <= bq_decode => (0, [rows.div_ceil(bq_decode), n_kv, b.splits]),

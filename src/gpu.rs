@@ -132,6 +132,13 @@ pub struct Tuning {
     /// turns it on for Vulkan devices). Measured on an H200 (BENCHMARKS.md v20): Llama-3-8B shape
     /// Q4_K_M tg128 281.6 -> 292.3 tok/s.
     pub fused_combine: Option<bool>,
+    /// Keys a chunk of one-token attention, 64 or 128 ([`crate::attention::decode_chunk`]);
+    /// `None`: by the split's keys.
+    pub attn_chunk: Option<u32>,
+    /// One-token attention loads a chunk's first value rows before it scores the chunk's keys,
+    /// so that the two waits on memory can overlap; `None`: off. Not measured yet on a GPU (no
+    /// device time was left; BENCHMARKS.md v22 has the command), so not a default.
+    pub attn_prefetch: Option<bool>,
 }
 
 impl Tuning {
@@ -232,6 +239,8 @@ impl Gpu {
                 spin_wait: None,
                 v_to_cache: None,
                 fused_combine: None,
+                attn_chunk: None,
+                attn_prefetch: None,
             },
         };
         gpu.set_cpu(cpu);

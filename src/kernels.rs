@@ -520,6 +520,12 @@ pub enum Geometry {
         /// With `combine`: where the tickets start in the partials buffer, in u32s
         /// ([`crate::attention::tickets_at`]).
         tickets: u32,
+        /// Keys a chunk, and threads a workgroup (`KC`): 64, or 128
+        /// ([`crate::attention::decode_chunk`]).
+        keys: u32,
+        /// A chunk's first value rows are loaded before its keys are scored (`PREFETCH`,
+        /// [`crate::gpu::Tuning::attn_prefetch`]).
+        prefetch: bool,
     },
     /// RMSNorm: `rows` token rows per workgroup, one invocation each, no barriers
     /// (`shaders/rmsnorm.wgsl`'s CPU form, for CPU adapters), or 0: a workgroup per row (the GPU
@@ -673,8 +679,14 @@ impl PipelineKey {
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
             Geometry::AttentionTiled { head_dim, bkv, .. } => s += &format!(" hd{head_dim} bkv{bkv}"),
-            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, v_cached, combine, quant, .. } => {
+            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, v_cached, combine, quant, keys, prefetch, .. } => {
                 s += &format!(" hd{head_dim} g{group}{}{}", if heads < group { format!("/{heads}") } else { String::new() }, if rope { " +rope" } else { "" });
+                if keys != 64 {
+                    s += &format!(" kc{keys}");
+                }
+                if prefetch {
+                    s += " pf";
+                }
                 for (on, name) in [(v_cached, " +v-cached"), (combine, " +combine"), (quant, " +quant")] {
                     if on {
                         s += name;
@@ -789,14 +801,14 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::AttentionTiled { head_dim, bkv, .. } => {
             s += &format!("const HD: u32 = {head_dim}u;\nconst HD4: u32 = {}u;\nconst BKV: u32 = {bkv}u;\n", head_dim.div_ceil(4))
         }
-        Geometry::AttentionDecode { head_dim, group, heads, sg, tickets, .. } => {
-            // Key groups: the largest power of two of NDG-thread groups that fits 64 threads, so
-            // that its groups of 64 / KG keys cover the 64 keys of a chunk exactly.
-            let groups = (64 / (head_dim / 4).max(1)).max(1);
+        Geometry::AttentionDecode { head_dim, group, heads, sg, tickets, keys, .. } => {
+            // Key groups: the largest power of two of NDG-thread groups that fits KC threads, so
+            // that its groups of KC / KG keys cover the KC keys of a chunk exactly.
+            let groups = (keys / (head_dim / 4).max(1)).max(1);
             let kg = 1u32 << (31 - groups.leading_zeros());
             s += &format!(
-                "const HD: u32 = {head_dim}u;\nconst GQ: u32 = {group}u;\nconst G: u32 = {heads}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\nconst SG: u32 = {sg}u;\n",
-                head_dim.div_ceil(256)
+                "const HD: u32 = {head_dim}u;\nconst GQ: u32 = {group}u;\nconst G: u32 = {heads}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\nconst SG: u32 = {sg}u;\nconst KC: u32 = {keys}u;\n",
+                head_dim.div_ceil(4 * keys)
             );
             // The merge's layout (COMBINE): a head group's split in whole 128-byte lines.
             let gs = (heads * (head_dim + 2)).next_multiple_of(32);
@@ -892,7 +904,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             vec![("HD4", head_dim / 4), ("WG", lanes), ("RQ", rows), ("BK", keys), ("SG", subgroup), ("KV16", kv_f16 as u32)]
         }
         // `//@if KV16` blocks: the f16 cache's bindings, reads and writes.
-        Geometry::AttentionDecode { kv_f16, rope, sg, v_cached, combine, quant, .. } => {
+        Geometry::AttentionDecode { kv_f16, rope, sg, v_cached, combine, quant, prefetch, .. } => {
             let combine = rope && combine;
             vec![
                 ("KV16", kv_f16 as u32),
@@ -901,6 +913,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("VCACHED", (rope && v_cached) as u32),
                 ("COMBINE", combine as u32),
                 ("QUANT", (combine && quant) as u32),
+                ("PREFETCH", prefetch as u32),
             ]
         }
         Geometry::AttentionTiled { head_dim, kv_f16, .. } => vec![("KV16", kv_f16 as u32), ("Q4", (head_dim % 4 == 0) as u32)],

@@ -367,16 +367,25 @@ fn assert_merged(plain: &Llama, merged: &Llama, tokens: &[u32], pos: u32, what: 
     assert!(err < 1e-5, "{what}: {} tokens at position {pos}, merged in attention against by the combine: {err:e}", tokens.len());
 }
 
-/// `bytes`' model loaded twice, one-token attention merging its key splits itself (`+combine`)
-/// and not, with `splits` key splits (`None`: by context) and the integer form; checks that each
-/// layer's one-token step runs the merging variant (with the output projection's integers,
-/// `+quant`) and no combine dispatch, and that 3-token batches still run the combine.
+/// `bytes`' model loaded twice, one-token attention merging its key splits itself (`+combine`,
+/// with the prefetch of value rows) and not (in chunks of 64 keys, without the prefetch), with
+/// `splits` key splits (`None`: by context) and the integer form; checks that each layer's
+/// one-token step runs the merging variant (with the output projection's integers, `+quant`)
+/// and no combine dispatch, and that 3-token batches still run the combine.
 fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>) -> (Llama, Llama) {
+    merge_pair_chunk(bytes, layers, ctx, kv, splits, None)
+}
+
+/// [`merge_pair`] with the merging model's one-token attention in chunks of `chunk` keys
+/// (`Tuning::attn_chunk`; `None`: by the splits' keys) and with the value rows' prefetch
+/// (`Tuning::attn_prefetch`, off by default), the other model's in chunks of 64 without it.
+fn merge_pair_chunk(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>, chunk: Option<u32>) -> (Llama, Llama) {
     let g = Gguf::parse(bytes).unwrap();
     let load = |on: bool| {
         let mut gpu = gpu(false);
         let t = gpu.tuning_mut();
         (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(on), Some(true));
+        (t.attn_chunk, t.attn_prefetch) = if on { (chunk, Some(true)) } else { (Some(64), Some(false)) };
         Llama::load(&gpu, &g, bytes, LoadOptions { ctx: Some(ctx), kv, ..Default::default() }).unwrap()
     };
     let (plain, merged) = (load(false), load(true));
@@ -386,6 +395,9 @@ fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Opti
     assert_eq!((with(&a, "+combine"), with(&b, "+combine +quant")), (0, layers), "{kv:?} {splits:?}: {b:?}");
     assert_eq!((with(&a, "attention_combine"), with(&b, "attention_combine")), (layers, 0), "{kv:?} {splits:?}: one combine dispatch a layer fewer");
     assert_eq!(with(&names(&merged, 3), "attention_combine"), layers, "3-token batches merge by the combine dispatch");
+    if chunk == Some(128) {
+        assert_eq!(b.iter().filter(|n| n.contains(" kc128 ") && n.contains("+combine")).count(), layers, "{kv:?} {splits:?}: chunks of 128 keys: {b:?}");
+    }
     (plain, merged)
 }
 
@@ -395,22 +407,34 @@ fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Opti
 /// empty) and by default, at every position of a prompt decoded a token at a time across
 /// several 64-key chunks, for an f32 and an f16 cache, the merge also writing the output
 /// projection's integers (`+quant`); two workgroups per KV head (GQA 4, 2 heads each) keep
-/// separate tickets; 3-token batches (the combine dispatch in both) in between.
+/// separate tickets; 3-token batches (the combine dispatch in both) in between. Splits of more
+/// than 64 keys take chunks of 128 (`attention::decode_chunk`; 2 and 3 splits here past 128 and
+/// 192 keys), and chunks of 128 are forced where splits hold fewer keys too (the token's own
+/// key then in either half of a chunk, and splits with no keys).
 #[test]
 fn decode_merges_its_key_splits() {
     let s = Shape::dense(256, 2, 8, 2, 512, 67);
     let bytes = model(&s, Scheme::Q4KM, 13).unwrap().to_bytes();
     // (2 splits: two chunks a split past 128 keys, as attention::splits gives past 2240.)
-    for (kv, splits) in
-        [(KvType::F32, Some(3)), (KvType::F32, Some(7)), (KvType::F32, Some(128)), (KvType::F32, None), (KvType::F16, Some(5)), (KvType::F32, Some(2))]
-    {
-        let (plain, merged) = merge_pair(&bytes, 2, 200, kv, splits);
+    let c128 = Some(128);
+    for (kv, splits, chunk) in [
+        (KvType::F32, Some(3), None),
+        (KvType::F32, Some(7), None),
+        (KvType::F32, Some(128), None),
+        (KvType::F32, None, None),
+        (KvType::F16, Some(5), None),
+        (KvType::F32, Some(2), None),
+        (KvType::F32, Some(7), c128),
+        (KvType::F16, Some(2), c128),
+        (KvType::F32, None, c128),
+    ] {
+        let (plain, merged) = merge_pair_chunk(&bytes, 2, 200, kv, splits, chunk);
         let tokens: Vec<u32> = (0..190).map(|i| (i * 7919 + 3) % s.vocab).collect();
         for (pos, &t) in tokens.iter().enumerate() {
-            assert_merged(&plain, &merged, &[t], pos as u32, &format!("{kv:?} {splits:?}"));
+            assert_merged(&plain, &merged, &[t], pos as u32, &format!("{kv:?} {splits:?} chunk {chunk:?}"));
         }
-        assert_merged(&plain, &merged, &tokens[..3], 120, &format!("{kv:?} {splits:?}"));
-        assert_merged(&plain, &merged, &tokens[120..121], 123, &format!("{kv:?} {splits:?}, after a 3-token batch"));
+        assert_merged(&plain, &merged, &tokens[..3], 120, &format!("{kv:?} {splits:?} chunk {chunk:?}"));
+        assert_merged(&plain, &merged, &tokens[120..121], 123, &format!("{kv:?} {splits:?} chunk {chunk:?}, after a 3-token batch"));
     }
 }
 
@@ -456,13 +480,14 @@ fn key_splits_walk_whole_chunks() {
 /// The merge past its first round of 8 splits (a 650-token prompt, then one-token steps with 128
 /// splits and by context: 11 splits hold keys, so the second round rescales the first's sums)
 /// and with more dims than threads (GQA 8 at head dim 128, 4 heads a workgroup: 128 vec4s of
-/// output and integers for 64 threads), against the combine dispatch.
+/// output and integers for 64 threads), and in 3 splits of 217 keys or more (chunks of 128 keys,
+/// 4 key groups of 32), against the combine dispatch.
 #[test]
 fn decode_merges_long_contexts_and_wide_groups() {
     let s = Shape::dense(1024, 1, 8, 1, 256, 67);
     let bytes = model(&s, Scheme::Q4KM, 17).unwrap().to_bytes();
     let prompt: Vec<u32> = (0..660).map(|i| (i * 7919 + 3) % s.vocab).collect();
-    for splits in [Some(128), None] {
+    for splits in [Some(128), None, Some(3)] {
         let (plain, merged) = merge_pair(&bytes, 1, 704, KvType::F32, splits);
         assert_merged(&plain, &merged, &prompt[..650], 0, &format!("{splits:?}, the prompt"));
         for pos in 650..660 {

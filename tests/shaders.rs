@@ -91,20 +91,24 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 })
                 .collect(),
             // (head dim, GQA group, heads a workgroup, f16 cache, RoPE fused, subgroup size,
-            // value cached, splits merged, integers written)
+            // value cached, splits merged, integers written, keys a chunk)
             Kernel::AttentionDecode => [
-                (64, 4, 2, false, false, 0, false, false, false),
-                (132, 3, 3, true, true, 0, false, true, false),
-                (20, 1, 1, false, true, 32, true, false, false),
-                (260, 2, 2, true, false, 8, false, false, false),
-                (128, 4, 4, false, true, 32, true, true, true),
-                (128, 4, 4, false, true, 32, false, false, false),
-                (64, 8, 1, true, true, 8, false, true, true),
+                (64, 4, 2, false, false, 0, false, false, false, 64),
+                (132, 3, 3, true, true, 0, false, true, false, 64),
+                (132, 3, 3, true, true, 0, false, true, false, 128),
+                (20, 1, 1, false, true, 32, true, false, false, 64),
+                (260, 2, 2, true, false, 8, false, false, false, 64),
+                (600, 2, 2, false, true, 32, false, true, false, 128),
+                (128, 4, 4, false, true, 32, true, true, true, 64),
+                (128, 4, 2, false, true, 32, true, true, true, 128),
+                (128, 4, 4, false, true, 32, false, false, false, 64),
+                (64, 8, 1, true, true, 8, false, true, true, 64),
+                (64, 4, 2, false, true, 0, false, true, true, 128),
             ]
             .into_iter()
-            .map(|(head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant)| {
+            .map(|(head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant, keys)| {
                 let tickets = if combine { 1 << 20 } else { 0 };
-                Geometry::AttentionDecode { head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant, tickets }
+                Geometry::AttentionDecode { head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant, tickets, keys, prefetch: head_dim % 3 != 0 }
             })
             .collect(),
             Kernel::Attention => [false, true]

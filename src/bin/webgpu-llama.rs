@@ -218,6 +218,14 @@ mod cli {
         /// Vulkan, where RoPE is fused into it).
         #[arg(long)]
         fused_combine: Option<bool>,
+        /// Keys a chunk of one-token attention (and threads a workgroup): 64 or 128 (default: 128
+        /// where a key split holds more than 64 keys, else 64).
+        #[arg(long)]
+        attn_chunk: Option<u32>,
+        /// One-token attention loads a chunk's first value rows before scoring its keys: on / off
+        /// (default: off; unmeasured, BENCHMARKS.md v22).
+        #[arg(long)]
+        attn_prefetch: Option<bool>,
         /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
         #[arg(long)]
         cpu_tile: Option<String>,
@@ -329,6 +337,13 @@ mod cli {
             t.spin_wait = self.spin_wait.or(t.spin_wait);
             t.v_to_cache = self.v_to_cache.or(t.v_to_cache);
             t.fused_combine = self.fused_combine.or(t.fused_combine);
+            if let Some(n) = self.attn_chunk {
+                if n != 64 && n != 128 {
+                    return Err(format!("--attn-chunk {n}: expected 64 or 128").into());
+                }
+                t.attn_chunk = Some(n);
+            }
+            t.attn_prefetch = self.attn_prefetch.or(t.attn_prefetch);
             if let Some(c) = &self.cpu_tile {
                 t.cpu_tile = Some(c.parse()?);
             }
