@@ -18,7 +18,7 @@
 // Composed with `const HD` (head dim, a multiple of 4), `GQ` (query heads per KV head), `G` (the
 // workgroup's query heads: GQ / G workgroups share a KV head and each reads its keys and values,
 // so that a short context's few chunks still make enough workgroups, each with less to do), `DPT`
-// (4-dim groups per thread: HD / 256 rounded up), `KG` (key groups, below), `SG` (subgroup size
+// (4-dim groups per thread: HD / (4 KC) rounded up), `KG` (key groups, below), `SG` (subgroup size
 // of step 2's reductions, 0: none), `KV16` (f16 cache: IEEE halves two per u32), `ROPE` and
 // `VCACHED` (with ROPE: the value projection already wrote the token's value into its cache row,
 // linear::Fuse::cache_row, so it is read from there and only the key is written), `KC` (keys
@@ -34,7 +34,7 @@
 // comes from KOWN, past-the-end keys are masked) and step 3 stops before it; no other split or
 // KV head touches it. Binding 7: rope_kv's cos/sin table.
 // With `SG` (a subgroup size dividing KC, at least 2), step 2's max and sum are subgroup
-// operations, then one exchange in workgroup memory, instead of 6-level trees.
+// operations, then one exchange in workgroup memory, instead of log2(KC)-level trees.
 // With `COMBINE` (and ROPE) the key splits are merged here, not by a combine dispatch: each
 // workgroup writes its partial, then counts itself done on its head group's ticket (an atomic
 // counter after the partials, from `TICKETS` on), and the group's last workgroup to finish (the

@@ -175,17 +175,22 @@ fn decode_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
 }
 
 /// Keys a chunk of `attention_decode.wgsl` (`KC`, and threads a workgroup) for a one-token step
-/// at `kv_len` keys in `splits` splits: 128 where a split holds more than one 64-key chunk, so
-/// that it walks half as many chunks in series (each chunk is a few waits on memory and
-/// barriers; the workgroups are few then, so the wider ones still fit the GPU at once), else
-/// 64 (a short context's splits of one chunk would leave half the threads idle);
-/// [`crate::gpu::Tuning::attn_chunk`] forces either. Measured on an H200: BENCHMARKS.md v22.
+/// at `kv_len` keys in `splits` splits: 128 where a split holds an even number of 64-key chunks
+/// (2, 4, ...), so that it walks half as many chunks in series (each chunk is a few waits on
+/// memory and barriers; the workgroups are few then, so the wider ones still fit the GPU at
+/// once), else 64: a short context's splits of one chunk would leave half the threads idle,
+/// and an odd number of chunks rounded up to 128-key chunks would move keys between splits
+/// and leave the last ones empty. [`crate::gpu::Tuning::attn_chunk`] forces either. The
+/// 128-key variant is compiled only where the kernel merges its own splits ([`fuses_combine`],
+/// whose rule gives splits of several chunks) or splits or chunks are forced; elsewhere every
+/// step takes 64. Measured on an H200: BENCHMARKS.md v22.
 pub fn decode_chunk(gpu: &Gpu, kv_len: u32, splits: u32) -> u32 {
     chunk_keys(gpu.tuning().attn_chunk, kv_len, splits)
 }
 
 fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
-    forced.unwrap_or(if kv_len.div_ceil(splits.max(1)).div_ceil(64) >= 2 { 128 } else { 64 })
+    let chunks = kv_len.div_ceil(splits.max(1)).div_ceil(64);
+    forced.unwrap_or(if chunks >= 2 && chunks % 2 == 0 { 128 } else { 64 })
 }
 
 /// Query heads per workgroup of `attention_decode.wgsl` ([`Geometry::AttentionDecode`]'s

@@ -133,7 +133,8 @@ pub struct Tuning {
     /// Q4_K_M tg128 281.6 -> 292.3 tok/s.
     pub fused_combine: Option<bool>,
     /// Keys a chunk of one-token attention, 64 or 128 ([`crate::attention::decode_chunk`]);
-    /// `None`: by the split's keys.
+    /// `None`: by the split's keys (128 where a split holds an even number of 64-key chunks and
+    /// the 128-key variant is compiled).
     pub attn_chunk: Option<u32>,
     /// One-token attention loads a chunk's first value rows before it scores the chunk's keys,
     /// so that the two waits on memory can overlap; `None`: off. Not measured yet on a GPU (no

@@ -373,19 +373,19 @@ fn assert_merged(plain: &Llama, merged: &Llama, tokens: &[u32], pos: u32, what: 
 /// one-token step runs the merging variant (with the output projection's integers, `+quant`)
 /// and no combine dispatch, and that 3-token batches still run the combine.
 fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>) -> (Llama, Llama) {
-    merge_pair_chunk(bytes, layers, ctx, kv, splits, None)
+    merge_pair_chunk(bytes, layers, ctx, kv, splits, None, true)
 }
 
 /// [`merge_pair`] with the merging model's one-token attention in chunks of `chunk` keys
-/// (`Tuning::attn_chunk`; `None`: by the splits' keys) and with the value rows' prefetch
+/// (`Tuning::attn_chunk`; `None`: by the splits' keys) and with the value rows' prefetch or not
 /// (`Tuning::attn_prefetch`, off by default), the other model's in chunks of 64 without it.
-fn merge_pair_chunk(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>, chunk: Option<u32>) -> (Llama, Llama) {
+fn merge_pair_chunk(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>, chunk: Option<u32>, prefetch: bool) -> (Llama, Llama) {
     let g = Gguf::parse(bytes).unwrap();
     let load = |on: bool| {
         let mut gpu = gpu(false);
         let t = gpu.tuning_mut();
         (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(on), Some(true));
-        (t.attn_chunk, t.attn_prefetch) = if on { (chunk, Some(true)) } else { (Some(64), Some(false)) };
+        (t.attn_chunk, t.attn_prefetch) = if on { (chunk, Some(prefetch)) } else { (Some(64), Some(false)) };
         Llama::load(&gpu, &g, bytes, LoadOptions { ctx: Some(ctx), kv, ..Default::default() }).unwrap()
     };
     let (plain, merged) = (load(false), load(true));
@@ -408,27 +408,30 @@ fn merge_pair_chunk(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits
 /// several 64-key chunks, for an f32 and an f16 cache, the merge also writing the output
 /// projection's integers (`+quant`); two workgroups per KV head (GQA 4, 2 heads each) keep
 /// separate tickets; 3-token batches (the combine dispatch in both) in between. Splits of more
-/// than 64 keys take chunks of 128 (`attention::decode_chunk`; 2 and 3 splits here past 128 and
-/// 192 keys), and chunks of 128 are forced where splits hold fewer keys too (the token's own
-/// key then in either half of a chunk, and splits with no keys).
+/// than 64 keys take chunks of 128 where they hold an even number of 64-key chunks
+/// (`attention::decode_chunk`; 2 splits here past 128 keys), and chunks of 128 are
+/// forced where splits hold fewer keys too (the token's own key then in either half of a chunk,
+/// and splits with no keys); with the value rows' prefetch (off by default) and without.
 #[test]
 fn decode_merges_its_key_splits() {
     let s = Shape::dense(256, 2, 8, 2, 512, 67);
     let bytes = model(&s, Scheme::Q4KM, 13).unwrap().to_bytes();
     // (2 splits: two chunks a split past 128 keys, as attention::splits gives past 2240.)
     let c128 = Some(128);
-    for (kv, splits, chunk) in [
-        (KvType::F32, Some(3), None),
-        (KvType::F32, Some(7), None),
-        (KvType::F32, Some(128), None),
-        (KvType::F32, None, None),
-        (KvType::F16, Some(5), None),
-        (KvType::F32, Some(2), None),
-        (KvType::F32, Some(7), c128),
-        (KvType::F16, Some(2), c128),
-        (KvType::F32, None, c128),
+    for (kv, splits, chunk, prefetch) in [
+        (KvType::F32, Some(3), None, true),
+        (KvType::F32, Some(7), None, true),
+        (KvType::F32, Some(128), None, true),
+        (KvType::F32, None, None, true),
+        (KvType::F16, Some(5), None, true),
+        (KvType::F32, Some(2), None, true),
+        (KvType::F32, Some(2), None, false),
+        (KvType::F32, Some(7), c128, true),
+        (KvType::F16, Some(2), c128, true),
+        (KvType::F32, None, c128, true),
+        (KvType::F32, Some(7), c128, false),
     ] {
-        let (plain, merged) = merge_pair_chunk(&bytes, 2, 200, kv, splits, chunk);
+        let (plain, merged) = merge_pair_chunk(&bytes, 2, 200, kv, splits, chunk, prefetch);
         let tokens: Vec<u32> = (0..190).map(|i| (i * 7919 + 3) % s.vocab).collect();
         for (pos, &t) in tokens.iter().enumerate() {
             assert_merged(&plain, &merged, &[t], pos as u32, &format!("{kv:?} {splits:?} chunk {chunk:?}"));
@@ -440,7 +443,7 @@ fn decode_merges_its_key_splits() {
 
 /// Key splits by context (`attention::splits`): every split holds keys (the kernel walks a split's
 /// keys in whole 64-key chunks, so a split count that does not divide them into chunks leaves
-/// splits empty), one chunk a split through the combine dispatch and, where attention merges its
+/// splits empty; nor do the kernel's 128-key chunks, `attention::decode_chunk`, leave any), one chunk a split through the combine dispatch and, where attention merges its
 /// own splits, one up to 2240 keys and more past it, about sqrt(chunks) / 3 (32 splits at 4096
 /// keys, the measured best region on an H200: BENCHMARKS.md v21); at most MAX_SPLITS.
 #[test]
@@ -456,7 +459,7 @@ fn key_splits_walk_whole_chunks() {
         g
     };
     let (plain, merged) = (with(false), with(true));
-    use webgpu_llama::attention::{splits, MAX_SPLITS};
+    use webgpu_llama::attention::{decode_chunk, splits, MAX_SPLITS};
     let mut last_per = 1;
     for kv in [1u32, 63, 64, 65, 520, 641, 2176, 2177, 2240, 2241, 4096, 5120, 5121, 20000, 100_000, 1 << 20] {
         let chunks = kv.div_ceil(64);
@@ -465,6 +468,11 @@ fn key_splits_walk_whole_chunks() {
         let n = splits(&merged, &cfg, 1, kv);
         let per = kv.div_ceil(n).div_ceil(64); // chunks a split walks (the kernel's rounding)
         assert!(n <= MAX_SPLITS && (n - 1) * per * 64 < kv, "{kv} keys, {n} splits of {per} chunks: one is empty");
+        // The kernel's chunk (64 or 128 keys) leaves no split empty either, and walks fewer of them.
+        let kc = decode_chunk(&merged, kv, n);
+        let per_kc = kv.div_ceil(n).div_ceil(kc);
+        assert!((n - 1) * per_kc * kc < kv, "{kv} keys, {n} splits of {per_kc} chunks of {kc}: one is empty");
+        assert_eq!(kc, if per % 2 == 0 { 128 } else { 64 }, "{kv} keys: chunks of 128 where splits hold an even number of 64-key chunks");
         assert!(per >= last_per || n == MAX_SPLITS, "{kv} keys: {per} chunks a split, fewer than at fewer keys");
         if kv <= 2240 {
             assert_eq!(n, chunks, "{kv} keys: one chunk a split, as before");

@@ -219,7 +219,8 @@ mod cli {
         #[arg(long)]
         fused_combine: Option<bool>,
         /// Keys a chunk of one-token attention (and threads a workgroup): 64 or 128 (default: 128
-        /// where a key split holds more than 64 keys, else 64).
+        /// where the kernel merges its key splits and a split holds 2, 4, ... chunks of 64 keys,
+        /// else 64).
         #[arg(long)]
         attn_chunk: Option<u32>,
         /// One-token attention loads a chunk's first value rows before scoring its keys: on / off
