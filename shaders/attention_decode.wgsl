@@ -22,8 +22,8 @@
 // of step 2's reductions, 0: none), `KV16` (f16 cache: IEEE halves two per u32), `ROPE` and
 // `VCACHED` (with ROPE: the value projection already wrote the token's value into its cache row,
 // linear::Fuse::cache_row, so it is read from there and only the key is written), `KC` (keys
-// a chunk, and the workgroup's threads: 64, or 128 where a split walks more than one 64-key
-// chunk, attention::decode_chunk), `PREFETCH` (step 3's first value rows are loaded before step
+// a chunk, and the workgroup's threads: 64, or 128 where a split holds an even number of 64-key
+// chunks, attention::decode_chunk), `PREFETCH` (step 3's first value rows are loaded before step
 // 1, gpu::Tuning::attn_prefetch).
 // With `ROPE`, rope_kv.wgsl's work for the token is fused in (attention::fuses_rope): q and k
 // arrive unrotated; q is rotated as it is loaded, the token's own key and value come from qkv

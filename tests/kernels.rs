@@ -367,19 +367,14 @@ fn assert_merged(plain: &Llama, merged: &Llama, tokens: &[u32], pos: u32, what: 
     assert!(err < 1e-5, "{what}: {} tokens at position {pos}, merged in attention against by the combine: {err:e}", tokens.len());
 }
 
-/// `bytes`' model loaded twice, one-token attention merging its key splits itself (`+combine`,
-/// with the prefetch of value rows) and not (in chunks of 64 keys, without the prefetch), with
-/// `splits` key splits (`None`: by context) and the integer form; checks that each layer's
-/// one-token step runs the merging variant (with the output projection's integers, `+quant`)
+/// `bytes`' model loaded twice, one-token attention merging its key splits itself (`+combine`)
+/// and not, with `splits` key splits (`None`: by context) and the integer form; the merging
+/// model's attention in chunks of `chunk` keys (`Tuning::attn_chunk`; `None`: by the splits'
+/// keys) and with the value rows' prefetch or not (`Tuning::attn_prefetch`, off by default), the
+/// other's in chunks of 64 without it. Checks that each layer's one-token step runs the merging
+/// variant (with the output projection's integers, `+quant`; with `chunk` 128, in chunks of 128)
 /// and no combine dispatch, and that 3-token batches still run the combine.
-fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>) -> (Llama, Llama) {
-    merge_pair_chunk(bytes, layers, ctx, kv, splits, None, true)
-}
-
-/// [`merge_pair`] with the merging model's one-token attention in chunks of `chunk` keys
-/// (`Tuning::attn_chunk`; `None`: by the splits' keys) and with the value rows' prefetch or not
-/// (`Tuning::attn_prefetch`, off by default), the other model's in chunks of 64 without it.
-fn merge_pair_chunk(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>, chunk: Option<u32>, prefetch: bool) -> (Llama, Llama) {
+fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>, chunk: Option<u32>, prefetch: bool) -> (Llama, Llama) {
     let g = Gguf::parse(bytes).unwrap();
     let load = |on: bool| {
         let mut gpu = gpu(false);
@@ -431,7 +426,7 @@ fn decode_merges_its_key_splits() {
         (KvType::F32, None, c128, true),
         (KvType::F32, Some(7), c128, false),
     ] {
-        let (plain, merged) = merge_pair_chunk(&bytes, 2, 200, kv, splits, chunk, prefetch);
+        let (plain, merged) = merge_pair(&bytes, 2, 200, kv, splits, chunk, prefetch);
         let tokens: Vec<u32> = (0..190).map(|i| (i * 7919 + 3) % s.vocab).collect();
         for (pos, &t) in tokens.iter().enumerate() {
             assert_merged(&plain, &merged, &[t], pos as u32, &format!("{kv:?} {splits:?} chunk {chunk:?}"));
@@ -443,9 +438,10 @@ fn decode_merges_its_key_splits() {
 
 /// Key splits by context (`attention::splits`): every split holds keys (the kernel walks a split's
 /// keys in whole 64-key chunks, so a split count that does not divide them into chunks leaves
-/// splits empty; nor do the kernel's 128-key chunks, `attention::decode_chunk`, leave any), one chunk a split through the combine dispatch and, where attention merges its
-/// own splits, one up to 2240 keys and more past it, about sqrt(chunks) / 3 (32 splits at 4096
-/// keys, the measured best region on an H200: BENCHMARKS.md v21); at most MAX_SPLITS.
+/// splits empty; nor do the kernel's 128-key chunks, `attention::decode_chunk`, leave any), one
+/// chunk a split through the combine dispatch and, where attention merges its own splits, one up
+/// to 2240 keys and more past it, about sqrt(chunks) / 3 (32 splits at 4096 keys, the measured
+/// best region on an H200: BENCHMARKS.md v21); at most MAX_SPLITS.
 #[test]
 fn key_splits_walk_whole_chunks() {
     let s = Shape::dense(256, 1, 8, 2, 256, 67);
@@ -489,17 +485,17 @@ fn key_splits_walk_whole_chunks() {
 /// splits and by context: 11 splits hold keys, so the second round rescales the first's sums)
 /// and with more dims than threads (GQA 8 at head dim 128, 4 heads a workgroup: 128 vec4s of
 /// output and integers for 64 threads), and in 3 splits of 217 keys or more (chunks of 128 keys,
-/// 4 key groups of 32), against the combine dispatch.
+/// 4 key groups of 32; with the value rows' prefetch too), against the combine dispatch.
 #[test]
 fn decode_merges_long_contexts_and_wide_groups() {
     let s = Shape::dense(1024, 1, 8, 1, 256, 67);
     let bytes = model(&s, Scheme::Q4KM, 17).unwrap().to_bytes();
     let prompt: Vec<u32> = (0..660).map(|i| (i * 7919 + 3) % s.vocab).collect();
-    for splits in [Some(128), None, Some(3)] {
-        let (plain, merged) = merge_pair(&bytes, 1, 704, KvType::F32, splits);
-        assert_merged(&plain, &merged, &prompt[..650], 0, &format!("{splits:?}, the prompt"));
+    for (splits, prefetch) in [(Some(128), false), (None, false), (Some(3), false), (Some(3), true)] {
+        let (plain, merged) = merge_pair(&bytes, 1, 704, KvType::F32, splits, None, prefetch);
+        assert_merged(&plain, &merged, &prompt[..650], 0, &format!("{splits:?}, prefetch {prefetch}, the prompt"));
         for pos in 650..660 {
-            assert_merged(&plain, &merged, &prompt[pos..pos + 1], pos as u32, &format!("{splits:?}"));
+            assert_merged(&plain, &merged, &prompt[pos..pos + 1], pos as u32, &format!("{splits:?}, prefetch {prefetch}"));
         }
     }
 }
