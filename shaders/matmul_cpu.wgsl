@@ -1,7 +1,8 @@
 // matmul_cpu: Y (+)= W X for a batch of tokens on CPU implementations of WebGPU (lavapipe,
 // SwiftShader: the prefill path there; matmul.wgsl is the GPU one). Bindings and layout:
-// linear.wgsl. Composed (kernels::compose) with `const WG, RPI, NT` (invocations per workgroup,
-// rows per invocation, tokens per workgroup) and one formats/<type>.wgsl; the `//@for v < N` ..
+// linear.wgsl. Composed (kernels::compose) with `const WG, RPI, NT, SG, KR` (invocations per
+// workgroup, rows per invocation, tokens per workgroup, the subgroup size or 0, subgroup rounds
+// per step: 4 * SG * KR columns, at least 32) and one formats/<type>.wgsl; the `//@for v < N` ..
 // `//@end` blocks are unrolled at compose time ($v replaced by 0 .. N - 1).
 // Such compilers run a workgroup's invocations side by side in SIMD lanes, so each invocation
 // owns RPI whole rows (decoded with the format's dq4 in every lane at once, no workgroup memory,
@@ -37,25 +38,33 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let cols4 = p.cols & ~3u;
   var c0 = 0u;
   //@if SG
-  // Subgroups of SG lanes (one SIMD register): per step of 4 * SG columns, lane k reads columns
-  // 4k .. 4k + 3 of each token and subgroupBroadcast hands them to every lane: one load per
-  // lane where the compiler would otherwise load the shared address once per lane.
+  // Subgroups of SG lanes (one SIMD register): in KR rounds of 4 * SG columns, lane k reads
+  // columns 4k .. 4k + 3 of each token and subgroupBroadcast hands them to every lane: one load
+  // per lane where the compiler would otherwise load the shared address once per lane. A step
+  // (KR rounds) covers whole 32-column blocks from c0, a multiple of 32, and names each weight
+  // run by a literal offset from it (dq4a), so that the compiler sees which runs share a word or
+  // a scale and loads it once: on lavapipe the loads, one per lane, are what the kernel's time
+  // goes to.
   if ((p.x_stride & 3u) == 0u) {
-    let cols_sg = p.cols / (4u * SG) * (4u * SG);
-    for (; c0 < cols_sg; c0 += 4u * SG) {
-      //@for j < NT
-      let v$j = X[(xo$j + c0) / 4u + sg_lane];
-      //@end
-      //@for k < SG
+    let cols_sg = p.cols / (4u * SG * KR) * (4u * SG * KR);
+    for (; c0 < cols_sg; c0 += 4u * SG * KR) {
+      //@for r < KR
       {
-        //@for i < RPI
-        let w$i = dq4(rb$i, c0 + 4u * $ku);
-        //@end
         //@for j < NT
-        let t$j = subgroupBroadcast(v$j, $ku);
-        //@for i < RPI
-        a$i_$j += dot(w$i, t$j);
+        let v$j = X[(xo$j + c0) / 4u + SG * $ru + sg_lane];
         //@end
+        //@for k < SG
+        {
+          //@for i < RPI
+          let w$i = dq4a(rb$i, c0 + ((4u * (SG * $ru + $ku)) & ~31u), (4u * (SG * $ru + $ku)) & 31u);
+          //@end
+          //@for j < NT
+          let t$j = subgroupBroadcast(v$j, $ku);
+          //@for i < RPI
+          a$i_$j += dot(w$i, t$j);
+          //@end
+          //@end
+        }
         //@end
       }
       //@end

@@ -234,7 +234,11 @@ impl CpuTile {
     /// The default: 64 lanes of 3 rows (192 rows: SmolLM2's 576, 960 and 3072 are multiples)
     /// over 16 tokens; on lavapipe (8 lanes of AVX2, subgroups of 8) the fastest of 64x1/8,
     /// 64x1/16, 64x2/8, 64x2/16, 64x4/8, 64x4/16, 64x2/32, 64x3/24 and 32x6/16 for SmolLM2's
-    /// prefill (more tokens or rows spill the accumulators, fewer load more per multiply).
+    /// prefill (more tokens or rows spill the accumulators, fewer load more per multiply). With
+    /// the weights' loads shared across a block (`dq4a`), still among the fastest: SmolLM2's
+    /// 512-token batch's linear ops 2.38-2.52 s, against 2.37 s for 64x6/12, 2.52 s for 64x4/16,
+    /// 2.8 s for 64x4/12, 64x6/8 and 64x4/8, and 2.9 to 3.5 s for 64x6/16, 64x8/12, 64x8/16,
+    /// 64x2/24, 64x4/24, 64x6/24 and 64x8/6.
     pub const DEFAULT: CpuTile = CpuTile { lanes: 64, rows: 3, tokens: 16, subgroup: 0 };
 
     /// Weight rows per workgroup.
@@ -825,6 +829,8 @@ pub fn compose(key: &PipelineKey) -> String {
     if !shared.iter().any(|c| c.0 == "XH") {
         shared.push(("XH", 0));
     }
+    // DQ4A: the format defines its own `dq4a` (formats/common.wgsl composes the general one).
+    shared.push(("DQ4A", key.format.is_some_and(|ty| format_source(ty).contains("\nfn dq4a(")) as u32));
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
         s += &unroll(include_str!("../shaders/formats/common.wgsl"), &shared);
         s += "\n";
@@ -869,7 +875,8 @@ pub fn matvec_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
 /// The compile-time constants of `key`'s geometry, by name (the bounds of `//@for` blocks).
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
-        Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup)],
+        // KR: subgroup rounds per step of matmul_cpu.wgsl, whose steps are whole 32-column blocks.
+        Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup), ("KR", (8 / t.subgroup.max(1)).max(1))],
         Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, int, qout, .. } => {
             // WIDE: the format's runs per piece and vec4s per run.
             // (Formats without pieces compose the span form.)

@@ -416,9 +416,10 @@ fn attention_with(kv: KvType) {
     // SPLIT_MAX_TOKENS tokens through attention_tiled.wgsl; 7: through attention.wgsl instead;
     // 8: attention_tiled.wgsl at a head dim of 18 (not whole vec4s: q read as scalars, a part
     // vec4 per row); 9: at a head dim of 128 on WebGPU's default limits (16 KiB of workgroup
-    // memory: 8 keys a tile).
+    // memory: 8 keys a tile); 10: the device's kernels at a head dim of 128 (on CPU adapters with
+    // subgroups, attention_cpu's 16 x 4 geometry: 8 x 8 takes head dims up to 64).
     let limited = gpu(true);
-    for variant in 0..10 {
+    for variant in 0..11 {
         let mut gpu = if variant == 9 { limited.clone() } else { base.clone() };
         let t = gpu.tuning_mut();
         match variant {
@@ -428,12 +429,13 @@ fn attention_with(kv: KvType) {
             5 => (t.cpu, t.attn_heads) = (false, Some(1)),
             6 => t.cpu = false,
             7 => (t.cpu, t.tiled_attention) = (false, false),
+            10 => {}
             _ => t.cpu = false,
         }
         let head_dim = match variant {
             4 => 132,
             8 => 18,
-            9 => 128,
+            9 | 10 => 128,
             _ => 20,
         };
         if variant == 9 {

@@ -6,6 +6,7 @@
 
 use webgpu_llama::ggml::GgmlType;
 use webgpu_llama::kernels::{compose, CoopTile, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile};
+use webgpu_llama::KvType;
 use wgpu::naga;
 
 fn check(key: &PipelineKey) {
@@ -79,6 +80,9 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::CpuTile(CpuTile::DEFAULT),
                 Geometry::CpuTile(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }),
                 Geometry::CpuTile(CpuTile { lanes: 64, rows: 2, tokens: 16, subgroup: 8 }),
+                // Subgroups of 4 (two rounds a 32-column step) and 16 (steps of 64 columns).
+                Geometry::CpuTile(CpuTile { lanes: 64, rows: 3, tokens: 16, subgroup: 4 }),
+                Geometry::CpuTile(CpuTile { lanes: 32, rows: 2, tokens: 8, subgroup: 16 }),
             ],
             Kernel::AttentionCpu => [false, true]
                 .into_iter()
@@ -87,6 +91,9 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                         Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 1, keys: 4, subgroup: 0, kv_f16 },
                         Geometry::CpuAttention { head_dim: 20, lanes: 8, rows: 3, keys: 3, subgroup: 0, kv_f16 },
                         Geometry::CpuAttention { head_dim: 64, lanes: 32, rows: 2, keys: 8, subgroup: 8, kv_f16 },
+                        // The shipped ones with subgroups of 8 (8 x 8 and, past 64 dims, 16 x 4).
+                        webgpu_llama::attention::cpu_geometry(64, 8, if kv_f16 { KvType::F16 } else { KvType::F32 }),
+                        webgpu_llama::attention::cpu_geometry(128, 8, if kv_f16 { KvType::F16 } else { KvType::F32 }),
                     ]
                 })
                 .collect(),

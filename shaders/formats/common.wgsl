@@ -33,6 +33,11 @@
 //   pload(rb, p): piece p of the row starting at byte rb: its vector loads (one or more, and any
 //     header of its block, shared by the block's pieces through the cache), scales decoded once;
 //   pdq(q, r, j): weights 4j .. 4j + 4 of run r of piece q, each exactly ggml's dequantised value.
+// Optionally, dq4a(rb, cb, o): weights cb + o .. cb + o + 4 with cb a multiple of 32 and o a
+//   multiple of 4 below 32, given as a literal (matmul_cpu.wgsl's steps of whole blocks): o alone
+//   says where in the block the weights lie, so that the calls of a step load each word once
+//   (Q4_0, Q4_1, Q5_0 and Q5_1, whose dq4s shares nothing, define it and their dq4s through it).
+//   Elsewhere the form below: dq4s on the step's groups.
 // And optionally, for runs of 16 weights, the integer form (matvec.wgsl's IDOT; kernels::format_int
 //   looks for `fn pint`): pint(q, r, j): weights 4j .. 4j + 4 of run r as four signed bytes n;
 //   pab(q, r): (a, b) such that each weight of the run is exactly a * n - b.
@@ -78,6 +83,15 @@ fn bytes4(w: u32, sh: u32) -> vec4<u32> {
 fn dq4(rb: u32, c: u32) -> vec4<f32> {
   return dq4s(rb, c & ~(GROUP - 1u), c & (GROUP - 1u));
 }
+
+//@if !DQ4A
+// dq4a (above) for formats without their own: the groups of a 32-column step (or the step within
+// a group of 64) from cb plus a literal, which the compiler folds.
+fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let g = min(GROUP, 32u);
+  return dq4s(rb, cb + (o & ~(g - 1u)), o & (g - 1u));
+}
+//@end
 
 // Weight i of the row starting at byte rb (embedding gathers, rows whose width is not a
 // multiple of 4).

@@ -4,14 +4,17 @@
 // (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 32u;
 const BLOCK_BYTES: u32 = 20u;
-const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column)
+const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column; dq4a shares a block)
 const CHUNK: u32 = 32u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let c = cb + o;
-  let w0 = (rb >> 2u) + 5u * (c >> 5u);
-  let j = c & 31u;
+  return dq4a(rb, c & ~31u, c & 31u);
+}
+
+fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let w0 = (rb >> 2u) + 5u * (cb >> 5u);
   let dm = unpack2x16float(W[w0]);
-  let q = bytes4(W[w0 + 1u + ((j & 15u) >> 2u)], (j >> 4u) << 2u) & vec4<u32>(15u);
+  let q = bytes4(W[w0 + 1u + ((o & 15u) >> 2u)], (o >> 4u) << 2u) & vec4<u32>(15u);
   return vec4<f32>(q) * dm.x + dm.y;
 }

@@ -5,14 +5,17 @@
 // (`ld`). (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 32u;
 const BLOCK_BYTES: u32 = 22u;
-const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column)
+const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column; dq4a shares a block)
 const CHUNK: u32 = 32u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let c = cb + o;
-  let bb = rb + 22u * (c >> 5u);
-  let j = c & 31u;
-  let lo = bytes4(ld(bb + 6u + (j & 15u)), (j >> 4u) << 2u) & vec4<u32>(15u);
-  let hi = ((vec4<u32>(ld(bb + 2u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
+  return dq4a(rb, c & ~31u, c & 31u);
+}
+
+fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let bb = rb + 22u * (cb >> 5u);
+  let lo = bytes4(ld2(bb + 6u, o & 15u), (o >> 4u) << 2u) & vec4<u32>(15u);
+  let hi = ((vec4<u32>(ld(bb + 2u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + o)) & vec4<u32>(1u)) << vec4<u32>(4u);
   return (vec4<f32>(lo | hi) - 16.0) * half(h16(bb));
 }

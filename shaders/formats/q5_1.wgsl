@@ -3,15 +3,18 @@
 // dequantize_row_q5_1). Blocks are word aligned. (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 32u;
 const BLOCK_BYTES: u32 = 24u;
-const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column)
+const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column; dq4a shares a block)
 const CHUNK: u32 = 32u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let c = cb + o;
-  let w0 = (rb >> 2u) + 6u * (c >> 5u);
-  let j = c & 31u;
+  return dq4a(rb, c & ~31u, c & 31u);
+}
+
+fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let w0 = (rb >> 2u) + 6u * (cb >> 5u);
   let dm = unpack2x16float(W[w0]);
-  let lo = bytes4(W[w0 + 2u + ((j & 15u) >> 2u)], (j >> 4u) << 2u) & vec4<u32>(15u);
-  let hi = ((vec4<u32>(W[w0 + 1u]) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
+  let lo = bytes4(W[w0 + 2u + ((o & 15u) >> 2u)], (o >> 4u) << 2u) & vec4<u32>(15u);
+  let hi = ((vec4<u32>(W[w0 + 1u]) >> (vec4<u32>(0u, 1u, 2u, 3u) + o)) & vec4<u32>(1u)) << vec4<u32>(4u);
   return vec4<f32>(lo | hi) * dm.x + dm.y;
 }
