@@ -5,7 +5,7 @@
 // per step: 4 * SG * KR columns, at least 32) and one formats/<type>.wgsl; the `//@for v < N` ..
 // `//@end` blocks are unrolled at compose time ($v replaced by 0 .. N - 1).
 // Such compilers run a workgroup's invocations side by side in SIMD lanes, so each invocation
-// owns RPI whole rows (decoded with the format's dq4 in every lane at once, no workgroup memory,
+// owns RPI whole rows (decoded with the format's dq4a or dq4 in every lane at once, no workgroup memory,
 // no barriers) and every invocation of the workgroup the same NT tokens: their X reads have one
 // address across the lanes, a single load broadcast. The unrolled accumulators (scalars, not a
 // private array) stay in registers. Grid: (rows / (WG * RPI), tokens / NT); workgroup x holds

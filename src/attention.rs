@@ -97,17 +97,19 @@ pub fn tiled_geometry(head_dim: u32, shared: u32, kv: KvType) -> Option<Geometry
 /// The CPU attention kernel's geometry for `head_dim` (a multiple of 4) with subgroups of
 /// `subgroup` lanes (0: none), reading a cache of `kv`. Without subgroups: 16 invocations per
 /// workgroup (2 SIMD groups of 8) of 4 query rows each (every key and value read serves all 4),
-/// blocks of 4 keys. With subgroups, blocks of a subgroup's width, and for head dims up to 64 8
-/// invocations of 8 rows (each key and value a lane loads and broadcasts serves 8 rows; the
-/// unrolled q and output registers grow with head dim x rows, so larger heads keep 16 x 4). On
-/// lavapipe (SmolLM2, 512 tokens at depth 1536, one run each) the attention took 1.41 s with
-/// 16 x 4, 1.28 s with 16 x 2, 1.88 s with 16 x 1, 1.17 s with 8 x 8, 1.13 s with 8 x 16 and
-/// 1.19 s with 16 x 8; a 4096-token prompt 33.5 s with 16 x 4, 31.7 s with 8 x 8 and 31.0 s
-/// with 8 x 16 (BENCHMARKS.md, "CPU adapters").
+/// blocks of 4 keys. With subgroups, blocks of a subgroup's width (subgroups tile the
+/// workgroup), and for head dims up to 64 and subgroups of at most 8 lanes 8 invocations of 8
+/// rows (each key and value a lane loads and broadcasts serves 8 rows; the unrolled q and output
+/// registers grow with head dim x rows, so larger heads keep 16 x 4). On lavapipe (SmolLM2, 512
+/// tokens at depth 1536, one run each) the attention took 1.41 s with 16 x 4, 1.28 s with
+/// 16 x 2, 1.88 s with 16 x 1, 1.17 s with 8 x 8, 1.13 s with 8 x 16 and 1.19 s with 16 x 8; a
+/// 4096-token prompt 33.5 s with 16 x 4, 31.7 s with 8 x 8 and 31.0 s with 8 x 16, whose kernels
+/// took the load from 0.59 s to 0.82 s (8 x 8: 0.65 s) for 2% (BENCHMARKS.md v23,
+/// `bench/lavapipe/v23/sweeps.txt`).
 pub fn cpu_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
     let kv_f16 = kv == KvType::F16;
     match subgroup {
-        1.. if 16 % subgroup == 0 && head_dim <= 64 => Geometry::CpuAttention { head_dim, lanes: 8, rows: 8, keys: subgroup, subgroup, kv_f16 },
+        1.. if 8 % subgroup == 0 && head_dim <= 64 => Geometry::CpuAttention { head_dim, lanes: 8, rows: 8, keys: subgroup, subgroup, kv_f16 },
         1.. if 16 % subgroup == 0 => Geometry::CpuAttention { head_dim, lanes: 16, rows: 4, keys: subgroup, subgroup, kv_f16 },
         _ => Geometry::CpuAttention { head_dim, lanes: 16, rows: 4, keys: 4, subgroup: 0, kv_f16 },
     }

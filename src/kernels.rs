@@ -830,7 +830,9 @@ pub fn compose(key: &PipelineKey) -> String {
         shared.push(("XH", 0));
     }
     // DQ4A: the format defines its own `dq4a` (formats/common.wgsl composes the general one).
-    shared.push(("DQ4A", key.format.is_some_and(|ty| format_source(ty).contains("\nfn dq4a(")) as u32));
+    // (Before `//@pieces`: the part every form composes.)
+    let own_dq4a = |ty: GgmlType| format_source(ty).split("\n//@pieces\n").next().unwrap_or_default().contains("\nfn dq4a(");
+    shared.push(("DQ4A", key.format.is_some_and(own_dq4a) as u32));
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
         s += &unroll(include_str!("../shaders/formats/common.wgsl"), &shared);
         s += "\n";
@@ -876,7 +878,11 @@ pub fn matvec_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
 fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
     match key.geometry {
         // KR: subgroup rounds per step of matmul_cpu.wgsl, whose steps are whole 32-column blocks.
-        Geometry::CpuTile(t) => vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup), ("KR", (8 / t.subgroup.max(1)).max(1))],
+        Geometry::CpuTile(t) => {
+            let kr = (8 / t.subgroup.max(1)).max(1);
+            debug_assert!(t.subgroup == 0 || (4 * t.subgroup * kr) % 32 == 0, "subgroup sizes are powers of two");
+            vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup), ("KR", kr)]
+        }
         Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, int, qout, .. } => {
             // WIDE: the format's runs per piece and vec4s per run.
             // (Formats without pieces compose the span form.)

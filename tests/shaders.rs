@@ -173,3 +173,22 @@ fn coop_tiles_parse_with_and_without_a_subgroup_block() {
         assert!(e.contains(bad), "{bad}: {e}");
     }
 }
+
+/// The CPU attention kernel broadcasts each key from the lane that loaded it: its subgroups must
+/// tile the workgroup and its key blocks be a subgroup wide, for every subgroup size a device can
+/// report (lavapipe's are 4, 8 or 16 with `LP_NATIVE_VECTOR_WIDTH` 128, 256 or 512).
+#[test]
+fn cpu_attention_subgroups_tile_the_workgroup() {
+    for sg in [0, 1, 2, 4, 8, 16, 32, 64] {
+        for head_dim in [20, 64, 128, 260] {
+            match webgpu_llama::attention::cpu_geometry(head_dim, sg, KvType::F32) {
+                Geometry::CpuAttention { lanes, keys, subgroup, .. } if subgroup > 0 => {
+                    assert_eq!((subgroup, keys), (sg, sg), "hd {head_dim} sg {sg}");
+                    assert_eq!(lanes % subgroup, 0, "hd {head_dim} sg {sg}: {lanes} lanes");
+                }
+                Geometry::CpuAttention { subgroup: 0, .. } => assert!(sg == 0 || 16 % sg != 0, "hd {head_dim}: subgroups of {sg} unused"),
+                g => panic!("{g:?}"),
+            }
+        }
+    }
+}

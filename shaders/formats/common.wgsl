@@ -34,8 +34,9 @@
 //     header of its block, shared by the block's pieces through the cache), scales decoded once;
 //   pdq(q, r, j): weights 4j .. 4j + 4 of run r of piece q, each exactly ggml's dequantised value.
 // Optionally, dq4a(rb, cb, o): weights cb + o .. cb + o + 4 with cb a multiple of 32 and o a
-//   multiple of 4 below 32, given as a literal (matmul_cpu.wgsl's steps of whole blocks): o alone
-//   says where in the block the weights lie, so that the calls of a step load each word once
+//   multiple of 4 below 32 (correct for any such o; matmul_cpu.wgsl's steps of whole blocks give
+//   it as a literal, where it counts): o alone says where in the block the weights lie, so that
+//   the calls of a step load each word once
 //   (Q4_0, Q4_1, Q5_0 and Q5_1, whose dq4s shares nothing, define it and their dq4s through it).
 //   Elsewhere the form below: dq4s on the step's groups.
 // And optionally, for runs of 16 weights, the integer form (matvec.wgsl's IDOT; kernels::format_int
