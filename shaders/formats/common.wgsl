@@ -37,8 +37,8 @@
 //   multiple of 4 below 32 (correct for any such o; matmul_cpu.wgsl's steps of whole blocks give
 //   it as a literal, where it counts): o alone says where in the block the weights lie, so that
 //   the calls of a step load each word once
-//   (Q4_0, Q4_1, Q5_0 and Q5_1, whose dq4s shares nothing, define it and their dq4s through it).
-//   Elsewhere the form below: dq4s on the step's groups.
+//   (Q4_0, Q4_1, Q5_0 and Q5_1, whose dq4s shares nothing, define it, and take the dq4s below,
+//   written once, in place of their own). Elsewhere the form below: dq4s on the step's groups.
 // And optionally, for runs of 16 weights, the integer form (matvec.wgsl's IDOT; kernels::format_int
 //   looks for `fn pint`): pint(q, r, j): weights 4j .. 4j + 4 of run r as four signed bytes n;
 //   pab(q, r): (a, b) such that each weight of the run is exactly a * n - b.
@@ -84,6 +84,14 @@ fn bytes4(w: u32, sh: u32) -> vec4<u32> {
 fn dq4(rb: u32, c: u32) -> vec4<f32> {
   return dq4s(rb, c & ~(GROUP - 1u), c & (GROUP - 1u));
 }
+
+//@if DQ4A
+// dq4s for formats that define dq4a (blocks of 32, GROUP 4: nothing shared but the block).
+fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
+  let c = cb + o;
+  return dq4a(rb, c & ~31u, c & 31u);
+}
+//@end
 
 //@if !DQ4A
 // dq4a (above) for formats without their own: the groups of a 32-column step (or the step within

@@ -7,11 +7,7 @@ const BLOCK_BYTES: u32 = 18u;
 const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column; dq4a shares a block)
 const CHUNK: u32 = 32u;
 
-fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
-  let c = cb + o;
-  return dq4a(rb, c & ~31u, c & 31u);
-}
-
+// (dq4s: common.wgsl's, through this.)
 fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let bb = rb + 18u * (cb >> 5u);
   let q = bytes4(ld2(bb + 2u, o & 15u), (o >> 4u) << 2u) & vec4<u32>(15u);

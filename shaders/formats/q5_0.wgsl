@@ -8,11 +8,7 @@ const BLOCK_BYTES: u32 = 22u;
 const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column; dq4a shares a block)
 const CHUNK: u32 = 32u;
 
-fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
-  let c = cb + o;
-  return dq4a(rb, c & ~31u, c & 31u);
-}
-
+// (dq4s: common.wgsl's, through this.)
 fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let bb = rb + 22u * (cb >> 5u);
   let lo = bytes4(ld2(bb + 6u, o & 15u), (o >> 4u) << 2u) & vec4<u32>(15u);
