@@ -247,6 +247,19 @@ pub fn tickets_at(cfg: &Config) -> u32 {
     MAX_SPLITS * SPLIT_MAX_TOKENS * cfg.n_heads * (cfg.head_dim + 2)
 }
 
+/// The largest head dim whose one-token attention loads a chunk's first value rows before it
+/// scores the keys by default ([`crate::gpu::Tuning::attn_prefetch`]). Measured on an H200
+/// (BENCHMARKS.md v24; tg128, all logits, prefetch off / on, alternated in one session): head
+/// dim 64 (Llama-3.2-1B shape) after 512 keys Q8_0 925.0 / 949.1, 875.0 / 891.6, F16 821.5 /
+/// 839.1, 816.2 / 844.3, after 4096 keys Q8_0 790.0 / 806.2, 784.1 / 824.4, F16 737.6 / 760.4,
+/// 724.4 / 751.8; 20 of the 25 pairs at 512, 2048 and 4096 keys gain (a session's cold first
+/// runs left out), 5 lose: Q4_K_M after 512 keys 971.0 / 934.7 and after 4096 811.9 / 795.5,
+/// 818.0 / 812.6, F16 after 2048 keys 803.3 / 777.2, 809.5 / 796.7. Head dim 128
+/// (Llama-3-8B shape Q4_K_M): after 512 keys 296.1 / 296.5, 293.7 / 296.9 but after 4096 keys
+/// 256.3 / 244.5, 255.9 / 247.3: its 16 prefetched rows are twice the registers. Measured on
+/// the H200 only (the browser's GPUs take the same default, unmeasured).
+pub const PREFETCH_MAX_HD: u32 = 64;
+
 /// Bytes of the partial-results buffer attention's key splits need: the partials, then one
 /// ticket (a u32, zero between dispatches) per query head ([`fuses_combine`]'s head groups are
 /// fewer).
@@ -350,7 +363,7 @@ impl Builder<'_> {
             // splits of several chunks), or splits or chunks are forced.
             let first = variants.len();
             let t = self.gpu.tuning();
-            let prefetch = t.attn_prefetch.unwrap_or(false);
+            let prefetch = t.attn_prefetch.unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
             let wide = (merges || t.splits.is_some() || t.attn_chunk == Some(128)) && decode_fits(self.gpu, cfg, 128);
             for keys in [64, 128].into_iter().filter(|&k| k == 64 || wide) {
                 let geometry = Geometry::AttentionDecode {

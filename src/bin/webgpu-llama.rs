@@ -143,7 +143,7 @@ mod cli {
         /// Weights a matrix-vector thread decodes at once: a multiple of 4 up to 64 (default: by format).
         #[arg(long)]
         span: Option<u32>,
-        /// Rows per thread of the one-token matrix-vector kernel: 1 to 8 (default: by device).
+        /// Rows per thread of the one-token matrix-vector kernel: 1 to 8 (default: by device and weight format).
         #[arg(long)]
         rpt: Option<u32>,
         /// Rows per thread of the one-token matrix-vector kernel with SwiGLU fused: 1 to 8
@@ -182,6 +182,12 @@ mod cli {
         /// keep a workgroup's 16 rows within 512 threads (default: as without, so cut).
         #[arg(long)]
         quant_out_tpr: Option<u32>,
+        /// With QOUT: each 16-row half quantised by the last of its workgroups to finish (an atomic
+        /// ticket per half), the writers keeping their own workgroups, and the SwiGLU matvec
+        /// writing the down projection's integers at every width: on / off (default: off;
+        /// Vulkan only)
+        #[arg(long)]
+        quant_out_tickets: Option<bool>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
@@ -224,7 +230,7 @@ mod cli {
         #[arg(long)]
         attn_chunk: Option<u32>,
         /// One-token attention loads a chunk's first value rows before scoring its keys: on / off
-        /// (default: off; unmeasured, BENCHMARKS.md v22).
+        /// (default: on for head dims up to 64, BENCHMARKS.md v24).
         #[arg(long)]
         attn_prefetch: Option<bool>,
         /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
@@ -313,6 +319,7 @@ mod cli {
             t.int_dot = self.int_dot.or(t.int_dot);
             t.quant_out = self.quant_out.or(t.quant_out);
             t.quant_out_glu = self.quant_out_glu.or(t.quant_out_glu);
+            t.quant_out_tickets = self.quant_out_tickets.or(t.quant_out_tickets);
             if let Some(n) = self.quant_out_tpr {
                 if !n.is_power_of_two() || n > 64 {
                     return Err(format!("--quant-out-tpr {n}: expected a power of two up to 64").into());
