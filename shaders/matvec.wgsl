@@ -1,6 +1,6 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
 // Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const WG, TPR, RPW, RPT, NT,
-// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE, IDOT, INORM, SS, QOUT, QNORM, QT, QT_HALVES` (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
+// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE, IDOT, INORM, SS, QOUT, QNORM` (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
 // RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
 // per load instruction, not one per thread), UN spans at a time, their UNG x RPT loads issued
@@ -89,7 +89,7 @@ fn idot(q: Piece, r: u32, xh: vec4<u32>, xm: vec4<u32>, xl: vec4<u32>) -> f32 {
 }
 //@end
 
-// QOUT = 1 (IDOT, one token, RPW x RPT = 16 rows a workgroup but with QT, rows a multiple of 16, y0 = 0):
+// QOUT = 1 (IDOT, one token, RPW x RPT = 16 rows a workgroup, rows a multiple of 16, y0 = 0):
 // the output row is also written in the integer form's activations (quantize_half.wgsl) for
 // the linear op after this one: XQW and XSW, bound after XS; with QNORM, the values times the
 // next RMSNorm's weights NWQ (bound after them), each half keeping the raw values' sum of
@@ -102,24 +102,6 @@ var<workgroup> QV: array<f32, 16>; // the workgroup's output rows
 //@end
 //@if QNORM
 @group(0) @binding(10) var<storage, read> NWQ: array<vec4<f32>>;
-//@end
-// QT = 1 (with QOUT; workgroups of max(64, TPR) threads as without QOUT, RPW x RPT rows
-// dividing 16): a half is quantised by the last of its 16 / (RPW x RPT) workgroups to finish,
-// not by a workgroup of 16 rows. Each workgroup stores its rows' values in the half's slot of
-// QTB.v as well (32 floats: a 128-byte line that only that last workgroup reads, so no line
-// of it can be stale in the reader's cache), passes a storage barrier and counts itself done
-// on the half's ticket; the last resets the ticket and quantises the slot (the last-block
-// pattern of attention_decode.wgsl's COMBINE, with its device-scope storage barrier: Vulkan
-// only, linear::quant_out_tickets). Bound after the integers (and NWQ).
-//@if QT
-struct QTickets { tickets: array<atomic<u32>, QT_HALVES>, v: array<f32> };
-//@if QNORM
-@group(0) @binding(11) var<storage, read_write> QTB: QTickets;
-//@end
-//@if !QNORM
-@group(0) @binding(10) var<storage, read_write> QTB: QTickets;
-//@end
-var<workgroup> QT_COUNT: u32; // the half's finished workgroups before this one
 //@end
 
 // Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x
@@ -343,13 +325,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         let u = part_up[l.x][k * RPT + i] * inv;
         v = v / (1.0 + exp(-v)) * u;
 //@end
-//@if QT
-        QTB.v[(row + i) / 16u * 32u + (row + i) % 16u] = store(k, row + i, v);
-//@end
 //@if QOUT
-//@if !QT
         QV[(l.x / TPR) * RPT + i] = store(k, row + i, v);
-//@end
 //@end
 //@if !QOUT
         store(k, row + i, v);
@@ -357,27 +334,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
-//@if QT
-  // (Release: this workgroup's values before its ticket; acquire: the others' after it.)
-  // (Workgroups past the last row, where the grid wraps into y, take no ticket.)
-  let w0 = (wg.y * nwg.x + wg.x) * RPW * RPT;
-  if (w0 >= p.rows) { return; }
-  let hq = w0 / 16u;
-  storageBarrier();
-  if (l.x == 0u) { QT_COUNT = atomicAdd(&QTB.tickets[hq], 1u); }
-  if (workgroupUniformLoad(&QT_COUNT) + 1u < 16u / (RPW * RPT)) { return; }
-  storageBarrier();
-  if (l.x == 0u) {
-    atomicStore(&QTB.tickets[hq], 0u);
-    for (var i = 0u; i < 16u; i++) { QV[i] = QTB.v[hq * 32u + i]; }
-  }
-//@end
 //@if QOUT
   // The workgroup's 16 rows, one half of the output row, as the next integer-form op's
   // activations (its quantize dispatch, about 4 us, is then not needed).
-//@if !QT
   let hq = (p.y0 + row) / 16u;
-//@end
 //@if QNORM
   // (The norm weights loaded before the barrier: their wait overlaps the other rows'.)
   var nq: array<vec4<f32>, 4>;

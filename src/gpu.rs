@@ -48,16 +48,8 @@ pub struct Tuning {
     pub quant_out: Option<bool>,
     /// See [`Tuning::quant_out`].
     pub quant_out_glu: Option<bool>,
-    /// With [`Tuning::quant_out`]: each 16-row half of the output quantised by the last of its
-    /// workgroups to finish (an atomic ticket per half) instead of by a workgroup of 16 rows, so
-    /// that the writers keep their own workgroups, and the SwiGLU matvec writes the down
-    /// projection's integers at every width ([`crate::linear::quant_out_tickets`]); `None`: off.
-    /// Vulkan only: it relies on naga's device-scope storage barrier, as
-    /// [`Tuning::fused_combine`] does.
-    pub quant_out_tickets: Option<bool>,
     /// Threads per row of the matrix-vector kernel with `QOUT` (at most 512 / (16 / rows per
-    /// thread)); `None`: as without. Unused where the halves are quantised by tickets
-    /// ([`Tuning::quant_out_tickets`]).
+    /// thread)); `None`: as without.
     pub quant_out_tpr: Option<u32>,
     /// One-token attention through `shaders/attention_decode.wgsl`; `None`: on GPUs (see
     /// [`crate::attention::decode_kernel`]).
@@ -226,7 +218,6 @@ impl Gpu {
                 quant_out: None,
                 quant_out_glu: None,
                 quant_out_tpr: None,
-                quant_out_tickets: None,
                 rpt_glu: None,
                 rpt: None,
                 fuse: None,

@@ -451,10 +451,6 @@ pub enum Geometry {
         /// With `int`: the output row also written as the next linear op's integer activations
         /// (`QOUT`; a workgroup of 16 rows).
         qout: QuantOut,
-        /// With `qout`: each 16-row half quantised by the last of its workgroups to finish (an
-        /// atomic ticket per half, `QT`), the workgroups as without `qout`
-        /// ([`crate::linear::quant_out_tickets`]).
-        qt: bool,
     },
     /// The matrix-matrix kernel's tile.
     Tile(Tile),
@@ -583,14 +579,8 @@ pub enum QuantOut {
     Norm,
 }
 
-/// Rows per workgroup of the matrix-vector kernel with [`QuantOut`] (unless by tickets,
-/// `Geometry::Rows::qt`): one 16-value half.
+/// Rows per workgroup of the matrix-vector kernel with [`QuantOut`]: one 16-value half.
 pub const QUANT_OUT_ROWS: u32 = 16;
-
-/// The most 16-value halves an output row quantised by tickets (`Geometry::Rows::qt`) may
-/// have: the tickets buffer's count (rows up to 131072; the widest FFN known is 53248).
-/// Workgroups past an op's rows (the grid wrapped into y) take no ticket.
-pub const QUANT_TICKET_HALVES: u32 = 8192;
 
 /// The largest head dim whose combine writes the quantised output ([`Geometry::Combine`]): its
 /// workgroup keeps the head's output row.
@@ -622,7 +612,6 @@ impl Geometry {
             wide: false,
             int: false,
             qout: QuantOut::Off,
-            qt: false,
         }
     }
 }
@@ -656,7 +645,7 @@ impl PipelineKey {
         }
         match self.geometry {
             Geometry::Fixed => {}
-            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout, qt } => {
+            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout } => {
                 s += &format!(" tpr{tpr} x{tokens}");
                 if rpt != 1 {
                     s += &format!(" r{rpt}");
@@ -686,9 +675,6 @@ impl PipelineKey {
                     QuantOut::Off => {}
                     QuantOut::Plain => s += " +qout",
                     QuantOut::Norm => s += " +qout-norm",
-                }
-                if qt && qout != QuantOut::Off {
-                    s += " qt";
                 }
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
@@ -794,9 +780,9 @@ pub fn compose(key: &PipelineKey) -> String {
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
     match key.geometry {
         Geometry::Fixed => {}
-        Geometry::Rows { tpr, tokens, rpt, span, un, glu, sg, qout, qt, .. } => {
+        Geometry::Rows { tpr, tokens, rpt, span, un, glu, sg, qout, .. } => {
             let ng = span / 4;
-            let wg = matvec_workgroup(tpr, rpt, if qt { QuantOut::Off } else { qout });
+            let wg = matvec_workgroup(tpr, rpt, qout);
             let c = consts(key);
             let norm = c.iter().find(|(n, _)| *n == "NORM").map_or(0, |c| c.1);
             s += &format!(
@@ -804,7 +790,7 @@ pub fn compose(key: &PipelineKey) -> String {
                 wg / tpr
             );
             s += &format!(
-                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {norm}u;\nconst GLU: u32 = {}u;\nconst SG: u32 = {sg}u;\nconst QT_HALVES: u32 = {QUANT_TICKET_HALVES}u;\n",
+                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {norm}u;\nconst GLU: u32 = {}u;\nconst SG: u32 = {sg}u;\n",
                 glu as u32
             );
         }
@@ -897,7 +883,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             debug_assert!(t.subgroup == 0 || (4 * t.subgroup * kr) % 32 == 0, "subgroup sizes are powers of two");
             vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup), ("KR", kr)]
         }
-        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, int, qout, qt, .. } => {
+        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, int, qout, .. } => {
             // WIDE: the format's runs per piece and vec4s per run.
             // (Formats without pieces compose the span form.)
             let (wide, runs, rj) = match (wide, key.format.and_then(format_piece)) {
@@ -918,7 +904,6 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("SS", norm as u32),
                 ("QOUT", qout as u32),
                 ("QNORM", qnorm as u32),
-                ("QT", (qout && qt) as u32),
                 ("GLU", glu as u32),
                 ("SG", sg),
                 ("WIDE", wide),

@@ -8,9 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
-use crate::kernels::{
-    default_spans_per_step, format_chunk, matvec_workgroup, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile, QUANT_OUT_ROWS, QUANT_TICKET_HALVES,
-};
+use crate::kernels::{default_spans_per_step, format_chunk, matvec_workgroup, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile, QUANT_OUT_ROWS};
 use crate::program::{grid, Builder};
 use crate::weights::Matrix;
 
@@ -229,23 +227,14 @@ fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
 /// 267.1, 268.7, 264.2 / 262.8, 263.5, 265.4, at depth 4096 224.4 / 217.8 (v13, after Q6_K's
 /// cheaper integer form and the split attention heads; in v12, before them, the 8B lost up to
 /// 2.5% with both on). The 8B's SwiGLU matvec with it is unmeasured since.
-/// With [`quant_out_tickets`] the SwiGLU matvec writes them at every width (its workgroups stay
-/// as they are where their rows tile a half, else it takes the 16-row workgroups).
 pub fn quant_out(gpu: &Gpu, d: u32, glu: bool) -> bool {
     let t = gpu.tuning();
     let plain = t.quant_out.unwrap_or(true);
     if glu {
-        t.quant_out_glu.unwrap_or(plain && (d <= 2048 || quant_out_tickets(gpu)))
+        t.quant_out_glu.unwrap_or(plain && d <= 2048)
     } else {
         plain
     }
-}
-
-/// Whether the integer-form writers of [`quant_out`] quantise each 16-row half of their output
-/// in the last of its workgroups to finish (an atomic ticket per half; `QT` in
-/// `shaders/matvec.wgsl`) instead of in a workgroup of 16 rows ([`crate::gpu::Tuning::quant_out_tickets`]).
-pub fn quant_out_tickets(gpu: &Gpu) -> bool {
-    gpu.tuning().quant_out_tickets.unwrap_or(false)
 }
 
 /// The most threads a workgroup of the matrix-vector kernel with [`QuantOut`] takes: its
@@ -403,24 +392,17 @@ impl Builder<'_> {
         let limits = self.gpu.limits();
         let out_rows = if glu { w.rows / 2 } else { w.rows };
         let shared = QUANT_OUT_THREADS * (rpt * (1 + glu as u32) + 1) * 4 + QUANT_OUT_ROWS * 4;
-        // With tickets (QT), the writer's own workgroups, whose rows must tile a half, and the
-        // tickets' buffer.
-        let one_tpr_int = int_threads_per_row(self.gpu, w.ty, w.parts.first().map_or(1, |part| threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide)));
-        let qt_rows = matvec_rows_per_workgroup(one_tpr_int, rpt, QuantOut::Off);
-        let qt = quant_out_tickets(self.gpu) && QUANT_OUT_ROWS % qt_rows == 0 && out_rows / QUANT_OUT_ROWS <= QUANT_TICKET_HALVES;
         let qout = fuse.quant_out.filter(|n| {
-            let storage = 8 + n.norm.is_some() as u32 + qt as u32;
+            let storage = 8 + n.norm.is_some() as u32;
             int.is_some()
                 && w.parts.len() == 1
                 && out_rows % QUANT_OUT_ROWS == 0
                 && io.y0 == 0
                 && QUANT_OUT_ROWS % rpt == 0
                 && limits.max_storage_buffers_per_shader_stage >= storage
-                && (qt || limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x) >= QUANT_OUT_THREADS)
+                && limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x) >= QUANT_OUT_THREADS
                 && limits.max_compute_workgroup_storage_size >= shared
         });
-        let qt = qt && qout.is_some();
-        let tickets = qt.then(|| self.quant_tickets());
         let qout_bufs = qout.map(|n| {
             let avoid = int.as_ref().map(|(q, _)| q.clone());
             (self.quant_buffers((out_rows / QUANT_OUT_ROWS) as u64, avoid.as_ref()), n.norm)
@@ -471,33 +453,20 @@ impl Builder<'_> {
             (one_bufs[0], one_bufs[4]) = (one_p, one_y);
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
-            let rows_geometry = |tpr, tokens, rpt, un| Geometry::Rows {
-                tpr,
-                tokens,
-                rpt,
-                span,
-                un,
-                norm: norm.is_some(),
-                glu,
-                sg,
-                wide,
-                int: false,
-                qout: QuantOut::Off,
-                qt: false,
-            };
-            // With QOUT (unless by tickets), 16 rows a workgroup of at most QUANT_OUT_THREADS threads.
+            let rows_geometry =
+                |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg, wide, int: false, qout: QuantOut::Off };
+            // With QOUT, 16 rows a workgroup of at most QUANT_OUT_THREADS threads.
             let tpr_int = match qout {
-                Some(_) if !qt => self.gpu.tuning().quant_out_tpr.unwrap_or(tpr_int).min(QUANT_OUT_THREADS / (QUANT_OUT_ROWS / rpt)),
-                _ => tpr_int,
+                Some(_) => self.gpu.tuning().quant_out_tpr.unwrap_or(tpr_int).min(QUANT_OUT_THREADS / (QUANT_OUT_ROWS / rpt)),
+                None => tpr_int,
             };
             let one = match &int {
                 Some((xq, xs)) => {
-                    let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: inorm, glu, sg, wide: true, int: true, qout: qout_kind, qt };
+                    let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: inorm, glu, sg, wide: true, int: true, qout: qout_kind };
                     let mut b = vec![one_p, bufs[1], bufs[2], io.x, one_y, &part.buffer, xq, xs];
                     if let Some(((oq, os), nw)) = &qout_bufs {
                         b.extend([oq, os]);
                         b.extend(*nw);
-                        b.extend(tickets.as_ref());
                     }
                     self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, g), &b)
                 }
@@ -519,11 +488,8 @@ impl Builder<'_> {
                 (variants.len() - 1, t)
             });
             let one_tpr = if int.is_some() { tpr_int } else { tpr };
-            let (rows, per_wg, per_wg_multi) = (
-                part.rows,
-                matvec_rows_per_workgroup(one_tpr, rpt, if qt { QuantOut::Off } else { qout_kind }),
-                matvec_rows_per_workgroup(tpr.min(64), 1, QuantOut::Off),
-            );
+            let (rows, per_wg, per_wg_multi) =
+                (part.rows, matvec_rows_per_workgroup(one_tpr, rpt, qout_kind), matvec_rows_per_workgroup(tpr.min(64), 1, QuantOut::Off));
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
                     1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(per_wg))),
@@ -580,8 +546,7 @@ impl Builder<'_> {
             let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
             bufs.extend(norm.map(|n| n.1));
             bufs.extend(wide.then_some(&part.buffer));
-            let geometry =
-                Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false, qout: QuantOut::Off, qt: false };
+            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false, qout: QuantOut::Off };
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
             let last_index = op.variants.len();

@@ -52,8 +52,6 @@ pub struct Llama {
     batch: u32,
     logit_rows: u32,
     buffers: Vec<wgpu::Buffer>,
-    /// The tickets of the writers that quantise by tickets ([`Llama::quant_tickets`]).
-    quant_tickets: Option<wgpu::Buffer>,
     /// Readback buffers of one logits row or one top-k result, reused: a fresh MAP_READ buffer
     /// per token costs milliseconds on some drivers.
     readbacks: RefCell<Vec<wgpu::Buffer>>,
@@ -228,7 +226,7 @@ impl Llama {
         b.head(&weights.output, &xn, d, &logits, cfg.vocab, Some((&x, &weights.out_norm, cfg.eps)));
 
         let topk = TopK::build(&mut b, &logits, cfg.vocab);
-        let Builder { program, setup, buffers, step, quant_tickets, .. } = b;
+        let Builder { program, setup, buffers, step, .. } = b;
         gpu.check()?;
         Ok(Llama {
             gpu: gpu.clone(),
@@ -242,7 +240,6 @@ impl Llama {
             batch,
             logit_rows,
             buffers,
-            quant_tickets,
             readbacks: RefCell::new(Vec::new()),
             next: RefCell::new(None),
             prepare_s: Cell::new(0.0),
@@ -260,14 +257,6 @@ impl Llama {
     /// The batch a chunk of `n` tokens at `pos0` runs as.
     pub fn plan(&self, n: u32, pos0: u32, all_logits: bool) -> Batch {
         Batch { n_tokens: n, pos0, splits: attention::splits(&self.gpu, &self.config, n, pos0 + n), all_logits }
-    }
-
-    /// The buffer of the linear ops that quantise their output's halves by tickets
-    /// ([`crate::linear::quant_out_tickets`]; `None` where none does): its first
-    /// [`crate::kernels::QUANT_TICKET_HALVES`] u32s are the tickets, each zero between dispatches.
-    /// For tests and diagnostics.
-    pub fn quant_tickets(&self) -> Option<&wgpu::Buffer> {
-        self.quant_tickets.as_ref()
     }
 
     /// The dispatches of one batch, in order (for profiling and the dispatch count).

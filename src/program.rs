@@ -171,8 +171,6 @@ pub struct Builder<'a> {
     pub quant: Option<crate::quantize::Scratch>,
     /// The buffers the quantised activations are written to ([`Builder::quant_buffers`]).
     pub quant_pool: Vec<(wgpu::Buffer, wgpu::Buffer)>,
-    /// The tickets and values of halves quantised by tickets ([`Builder::quant_tickets`]).
-    pub quant_tickets: Option<wgpu::Buffer>,
     /// The f16 halves of the matrix-unit matmul's activations ([`Builder::halves`]).
     pub halves: Option<crate::split::Halves>,
     /// The buffers they are written to.
@@ -192,7 +190,6 @@ impl<'a> Builder<'a> {
             step,
             quant: None,
             quant_pool: Vec::new(),
-            quant_tickets: None,
             halves: None,
             halves_pool: Vec::new(),
         }

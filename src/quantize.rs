@@ -125,20 +125,6 @@ impl Builder<'_> {
         pair
     }
 
-    /// The buffer of the writers that quantise their output by tickets (`QT` in
-    /// `shaders/matvec.wgsl`): [`crate::kernels::QUANT_TICKET_HALVES`] u32 tickets, zero between
-    /// dispatches (each half's last workgroup resets its own), then a 32-float slot per half for
-    /// its values. One buffer for every such op: they run one after another.
-    pub fn quant_tickets(&mut self) -> wgpu::Buffer {
-        if let Some(b) = &self.quant_tickets {
-            return b.clone();
-        }
-        let halves = crate::kernels::QUANT_TICKET_HALVES as u64;
-        let b = self.storage("quant tickets", halves * 4 + halves * 32 * 4);
-        self.quant_tickets = Some(b.clone());
-        b
-    }
-
     /// Records that the op appended last wrote, for one-token batches, the quantised form of
     /// its output `y` (`[tokens][y_stride]`, `cols` values; with `norm`, times those weights,
     /// each half's sum of squares of `y` after the row's scales: see `quantize_half.wgsl`) in

@@ -14,7 +14,6 @@ use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::GgmlType;
 use webgpu_llama::gguf::GgufWriter;
-use webgpu_llama::kernels::QUANT_TICKET_HALVES;
 use webgpu_llama::reference::Reference;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
@@ -356,59 +355,6 @@ fn split_ops_keep_next_op_integers() {
     for (pos, chunk) in [(0, &tokens[..]), (64, &tokens[..1])] {
         let (a, b) = (block_on(plain.forward(chunk, pos)).unwrap(), block_on(split.forward(chunk, pos)).unwrap());
         assert_eq!(a, b, "logits at position {pos} with the split ops against without");
-    }
-}
-
-/// The integer-form writers (output and down projections, the SwiGLU matvec) quantising each
-/// 16-row half of their output in the last of the half's workgroups to finish (`QT` in
-/// `shaders/matvec.wgsl`, `Tuning::quant_out_tickets`) against in workgroups of 16 rows: the
-/// dispatches are the same but for their label, and every decoded token's logits agree within
-/// 1e-5 of the largest (the same integers; the rows' sums may be added in another order where
-/// the 16-row workgroup cut the threads per row); after each step every ticket is 0 again.
-/// Halves of 1 to 4 workgroups (the default threads per row at this width: 8 to 32), 8 (64
-/// threads and 2 rows a workgroup) and 16 (1 row).
-#[test]
-fn quant_out_by_tickets() {
-    let s = Shape::dense(256, 2, 4, 2, 512, 67);
-    let tokens: Vec<u32> = (0..12).map(|i| (i * 7919 + 3) % s.vocab).collect();
-    // (Formats whose every matrix takes the integer form at this width: Q4_K_M's Q6_K rows of
-    // 256 and 512 do not here.)
-    for scheme in [Scheme::All(GgmlType::Q4_K), Scheme::All(GgmlType::Q8_0)] {
-        let bytes = model(&s, scheme, 7).unwrap().to_bytes();
-        let g = Gguf::parse(bytes.as_slice()).unwrap();
-        for (tpr, rpt) in [(None, None), (Some(64), None), (Some(64), Some(1))] {
-            let load = |tickets: bool| {
-                let mut gpu = gpu(false);
-                let t = gpu.tuning_mut();
-                (t.cpu, t.int_dot, t.wide, t.fuse) = (false, Some(true), Some(true), Some(true));
-                (t.quant_out, t.quant_out_glu, t.quant_out_tickets, t.tpr, t.rpt) = (Some(true), Some(true), Some(tickets), tpr, rpt);
-                Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap()
-            };
-            let (plain, qt) = (load(false), load(true));
-            let what = format!("{scheme:?}, threads per row {tpr:?}, rows per thread {rpt:?}");
-            let labels = |l: &Llama| l.dispatches(&l.plan(1, 0, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
-            let (a, b) = (labels(&plain), labels(&qt));
-            assert_eq!(a.len(), b.len(), "{what}: one-token dispatches {a:?} against {b:?}");
-            // The output and down projections and the SwiGLU matvec of each layer.
-            let by_tickets = b.iter().filter(|l| l.ends_with(" qt")).count();
-            assert_eq!(by_tickets, 3 * 2, "{what}: writers by tickets in {b:?}");
-            assert!(!a.iter().any(|l| l.ends_with(" qt")), "{what}: tickets off, yet {a:?}");
-            // A 5-token prompt (the multi-token form), then one token at a time.
-            let mut pos = 0;
-            for n in [5, 1, 1, 1, 1, 1, 1, 1] {
-                let chunk = &tokens[pos..pos + n];
-                let (x, y) = (block_on(plain.forward(chunk, pos as u32)).unwrap(), block_on(qt.forward(chunk, pos as u32)).unwrap());
-                let err = relative_err(&y, &x.iter().map(|&v| v as f64).collect::<Vec<_>>());
-                assert!(err < 1e-5, "{what}: position {pos}, by tickets against by 16-row workgroups: {err:e}");
-                // Every half's ticket back at 0: each was counted by all its workgroups and
-                // reset by the last (a lost count or reset would leave the next dispatch's
-                // halves to the wrong workgroup; a sequential CPU adapter hides that race).
-                let b = qt.quant_tickets().expect("the tickets' buffer");
-                let bytes = block_on(qt.gpu().read(b, QUANT_TICKET_HALVES as u64 * 4)).unwrap();
-                assert!(bytes.iter().all(|&v| v == 0), "{what}: position {pos}: tickets left counted");
-                pos += n;
-            }
-        }
     }
 }
 

@@ -60,8 +60,7 @@ fn check_case(c: &Case) {
 /// the matrix-vector kernel) in chunks of 7 tokens, 2 the tiled f32 matmul for every batch,
 /// 5-token chunks, 3 the GPU shapes and fusions one token at a time (natively, with the one-token
 /// integer form of the formats that have it where rows are 16-byte pieces: here Q4_K and Q8_0;
-/// no shared model has Q6_K rows of 2048k weights, tests/kernels.rs does; its writers of the next
-/// op's integers quantise each half by tickets, `Tuning::quant_out_tickets`), 4 the matrix-unit matmul
+/// no shared model has Q6_K rows of 2048k weights, tests/kernels.rs does), 4 the matrix-unit matmul
 /// (`--coop`, its default tile and split precision) for every batch, where the adapter has
 /// cooperative matrices (skipped, with a line saying so, where it has none: lavapipe), 5 as 3
 /// with the device's key splits for GPUs (one split at these contexts: no combine), as decoding
@@ -75,9 +74,7 @@ fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
     let t = gpu.tuning_mut();
     match variant {
         0 => {}
-        1 => (t.cpu, t.splits) = (false, Some(4)),
-        // (Its integer-form writers quantise their halves by tickets.)
-        3 => (t.cpu, t.splits, t.quant_out_tickets) = (false, Some(4), Some(true)),
+        1 | 3 => (t.cpu, t.splits) = (false, Some(4)),
         5 => t.cpu = false,
         // The default tile even where it makes few workgroups (the 64 x 64 fallback: formats.rs).
         4 => (t.coop, t.matvec_max_tokens, t.min_large_tiles) = (true, 0, Some(0)),

@@ -34,12 +34,6 @@ fn check(key: &PipelineKey) {
     }
 }
 
-/// `Geometry::Rows` from (tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout, qt).
-#[allow(clippy::type_complexity)]
-fn rows((tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout, qt): (u32, u32, u32, u32, u32, bool, bool, u32, bool, bool, QuantOut, bool)) -> Geometry {
-    Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout, qt }
-}
-
 #[test]
 fn every_kernel_composes_to_valid_wgsl_and_spirv() {
     let mut n = 0;
@@ -49,26 +43,22 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::rows(1, 1),
                 Geometry::rows(16, 1),
                 Geometry::rows(64, 8),
-                rows((64, 1, 4, 32, 1, true, false, 0, false, false, QuantOut::Off, false)),
-                rows((256, 1, 2, 8, 2, true, true, 0, false, false, QuantOut::Off, false)),
-                rows((8, 8, 1, 12, 1, false, true, 0, false, false, QuantOut::Off, false)),
-                rows((1, 8, 3, 8, 2, true, true, 0, false, false, QuantOut::Off, false)),
-                rows((128, 1, 2, 16, 2, true, true, 32, false, false, QuantOut::Off, false)),
-                rows((8, 8, 1, 8, 2, true, false, 32, false, false, QuantOut::Off, false)),
-                rows((128, 1, 2, 16, 1, true, true, 32, true, false, QuantOut::Off, false)),
-                rows((16, 8, 1, 8, 2, false, false, 0, true, false, QuantOut::Off, false)),
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 4, span: 32, un: 1, norm: true, glu: false, sg: 0, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 256, tokens: 1, rpt: 2, span: 8, un: 2, norm: true, glu: true, sg: 0, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 12, un: 1, norm: false, glu: true, sg: 0, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 1, tokens: 8, rpt: 3, span: 8, un: 2, norm: true, glu: true, sg: 0, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 2, norm: true, glu: true, sg: 32, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 8, un: 2, norm: true, glu: false, sg: 32, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 1, norm: true, glu: true, sg: 32, wide: true, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 16, tokens: 8, rpt: 1, span: 8, un: 2, norm: false, glu: false, sg: 0, wide: true, int: false, qout: QuantOut::Off },
                 // The integer form (formats without it compose the f32 one).
-                rows((128, 1, 2, 16, 1, false, true, 32, true, true, QuantOut::Off, false)),
-                rows((64, 1, 3, 16, 2, false, false, 0, true, true, QuantOut::Off, false)),
+                Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 1, norm: false, glu: true, sg: 32, wide: true, int: true, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 3, span: 16, un: 2, norm: false, glu: false, sg: 0, wide: true, int: true, qout: QuantOut::Off },
                 // Its RMSNorm from the halves' sums of squares (INORM), and its output row written
                 // as the next op's integers (QOUT), plain and times the next norm's weights.
-                rows((64, 1, 2, 16, 1, true, false, 32, true, true, QuantOut::Norm, false)),
-                rows((32, 1, 4, 16, 1, true, true, 0, true, true, QuantOut::Plain, false)),
-                rows((64, 1, 1, 16, 1, false, false, 32, true, true, QuantOut::Norm, false)),
-                // The same halves quantised by the last of their workgroups (QT), with and
-                // without the next norm's weights (their tickets bound at 11 and 10).
-                rows((64, 1, 2, 16, 1, true, false, 32, true, true, QuantOut::Norm, true)),
-                rows((32, 1, 2, 16, 1, true, true, 0, true, true, QuantOut::Plain, true)),
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 2, span: 16, un: 1, norm: true, glu: false, sg: 32, wide: true, int: true, qout: QuantOut::Norm },
+                Geometry::Rows { tpr: 32, tokens: 1, rpt: 4, span: 16, un: 1, norm: true, glu: true, sg: 0, wide: true, int: true, qout: QuantOut::Plain },
+                Geometry::Rows { tpr: 64, tokens: 1, rpt: 1, span: 16, un: 1, norm: false, glu: false, sg: 32, wide: true, int: true, qout: QuantOut::Norm },
             ],
             Kernel::MatvecExp | Kernel::MoeDown => vec![Geometry::rows(1, 1), Geometry::rows(16, 1), Geometry::rows(64, 8)],
             Kernel::Matmul => vec![Geometry::Tile(Tile::PORTABLE), Geometry::Tile(Tile::LARGE)],

@@ -182,12 +182,6 @@ mod cli {
         /// keep a workgroup's 16 rows within 512 threads (default: as without, so cut).
         #[arg(long)]
         quant_out_tpr: Option<u32>,
-        /// With QOUT: each 16-row half quantised by the last of its workgroups to finish (an atomic
-        /// ticket per half), the writers keeping their own workgroups, and the SwiGLU matvec
-        /// writing the down projection's integers at every width: on / off (default: off;
-        /// Vulkan only)
-        #[arg(long)]
-        quant_out_tickets: Option<bool>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
         /// the matrix-vector kernel on GPUs).
         #[arg(long)]
@@ -319,7 +313,6 @@ mod cli {
             t.int_dot = self.int_dot.or(t.int_dot);
             t.quant_out = self.quant_out.or(t.quant_out);
             t.quant_out_glu = self.quant_out_glu.or(t.quant_out_glu);
-            t.quant_out_tickets = self.quant_out_tickets.or(t.quant_out_tickets);
             if let Some(n) = self.quant_out_tpr {
                 if !n.is_power_of_two() || n > 64 {
                     return Err(format!("--quant-out-tpr {n}: expected a power of two up to 64").into());
