@@ -741,6 +741,12 @@ pub fn format_chunk(ty: GgmlType) -> u32 {
     format_const(ty, "CHUNK").unwrap_or_else(|| panic!("shaders/formats/{}.wgsl has no `const CHUNK: u32 = Nu;`", ty.name().to_lowercase()))
 }
 
+/// The part of format `ty`'s file that every form composes: all of it before `//@pieces` (the
+/// 16-byte pieces, composed only where they are read).
+fn format_base(ty: GgmlType) -> &'static str {
+    format_source(ty).split("\n//@pieces\n").next().unwrap_or_default()
+}
+
 /// The value of `const NAME: u32 = Nu;` in format `ty`'s file, if it has one.
 fn format_const(ty: GgmlType, name: &str) -> Option<u32> {
     format_source(ty).lines().find_map(|l| l.strip_prefix("const ")?.strip_prefix(name)?.strip_prefix(": u32 = ")?.strip_suffix("u;")?.parse().ok())
@@ -830,17 +836,14 @@ pub fn compose(key: &PipelineKey) -> String {
         shared.push(("XH", 0));
     }
     // DQ4A: the format defines its own `dq4a` (formats/common.wgsl composes the general one).
-    // (Before `//@pieces`: the part every form composes.)
-    let own_dq4a = |ty: GgmlType| format_source(ty).split("\n//@pieces\n").next().unwrap_or_default().contains("\nfn dq4a(");
-    shared.push(("DQ4A", key.format.is_some_and(own_dq4a) as u32));
+    shared.push(("DQ4A", key.format.is_some_and(|ty| format_base(ty).contains("\nfn dq4a(")) as u32));
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
         s += &unroll(include_str!("../shaders/formats/common.wgsl"), &shared);
         s += "\n";
         // The format's 16-byte pieces only where they are read: they use the `W4` view that
         // the matrix-vector kernel's WIDE form declares (matmul_coop reads its pieces itself).
         let wide = matches!(key.geometry, Geometry::Rows { wide: true, .. }) && key.kernel == Kernel::Matvec;
-        let src = format_source(ty);
-        s += if wide { src } else { src.split("\n//@pieces\n").next().unwrap_or_default() };
+        s += if wide { format_source(ty) } else { format_base(ty) };
         s += "\n";
     }
     // The writers of the integer form's activations share their maths.
