@@ -2,7 +2,7 @@
 // a plain <script type="module"> page that imports the PACKED package (bare specifier through an
 // import map built from the installed package.json's "exports"), drive /usr/bin/chromium
 // (WebGPU on SwiftShader) with playwright-core, and check stories260K's logits and greedy
-// continuation against ../shared/reference from that page. Also: the package's files and types,
+// continuation, and every row of the SmolLM2 case, against ../shared/reference from that page. Also: the package's files and types,
 // typed errors reaching the page, loading in a Web Worker from a streamed Response, what a Rust
 // panic does to the module, and the chat demo (www/index.html) answering a question on SmolLM2
 // (screenshot in target/page-test/chat.png).
@@ -80,6 +80,30 @@ window.runCase = async (modelUrl, prompt, n) => {
   llama.dispose();
   return out;
 };
+// A reference case whole, its rows checked in the page (SmolLM2's are 5 MB): the prompt in one
+// call, the greedy continuation a token at a time, then the rows inside the prompt a token per
+// call from position 0 (as tests/web.rs does); each row's max |logit - reference| and the ids.
+window.referenceCase = async (modelUrl, logitsUrl, prompt, n) => {
+  const [buf, ref] = await Promise.all([modelUrl, logitsUrl].map(async (u) => (await fetch(u)).arrayBuffer()));
+  const want = new Float32Array(ref);
+  const llama = await lib.createLlama(await device(), buf);
+  const vocab = llama.config.vocab, p = prompt.length, diff = [], ids = [];
+  const check = (i, got) => {
+    let d = got.length === vocab ? 0 : Infinity;
+    for (let k = 0; k < got.length; k++) d = Math.max(d, Math.abs(got[k] - want[i * vocab + k]));
+    diff[i] = d;
+  };
+  let logits = await llama.forward(prompt, 0);
+  check(p - 1, logits);
+  for (let j = 0; j < n; j++) {
+    ids.push(argmax(logits));
+    if (j + 1 < n) { logits = await llama.forward([ids[j]], p + j); check(p + j, logits); }
+  }
+  for (let i = 0; i + 1 < p; i++) check(i, await llama.forward([prompt[i]], i));
+  const text = llama.decode(ids);
+  llama.dispose();
+  return { diff, ids, vocab, text };
+};
 window.errorCase = async (modelUrl) => {
   const buf = await (await fetch(modelUrl)).arrayBuffer();
   const dev = await device();
@@ -137,7 +161,7 @@ before(async () => {
   const entry = installed.exports['.'].default;
   writeFileSync(join(app, 'index.html'), PAGE(`/node_modules/webgpu-llama/${entry.replace(/^\.\//, '')}`));
   writeFileSync(join(app, 'worker.js'), WORKER);
-  ({ server, url } = await serve({ '/': app, '/models/': join(SHARED, 'models') }));
+  ({ server, url } = await serve({ '/': app, '/models/': join(SHARED, 'models'), '/reference/': join(SHARED, 'reference'), '/local-models/': join(ROOT, '.models') }));
   browser = await launchChromium();
   page = await browser.newPage();
   page.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
@@ -201,6 +225,22 @@ test(`${CASE}: logits and greedy continuation match the reference from the page`
   const c = r.config;
   assert.deepEqual([c.d, c.L, c.ff, c.nh, c.nkv, c.hd, c.ctx, c.vocab, c.experts, c.topk], [64, 5, 172, 8, 4, 8, 2048, 512, 0, 0]);
   console.log(`# ${CASE}: ${r.rows.length} rows, max abs diff ${worst.toExponential(2)}, ${seconds.toFixed(1)} s, text ${JSON.stringify(r.text)}, wasm memory ${r.memory} bytes`);
+});
+
+// The shared case the wasm tests leave out (tests/web.rs: too slow for their runner there), from
+// the page: every row of the prompt and the greedy continuation, within the tolerance.
+test('smollm2-135m-instruct-q4_1: every reference row and the greedy continuation from the page', { timeout: 10 * 60_000 }, async (t) => {
+  const name = 'smollm2-135m-instruct-q4_1';
+  const meta = JSON.parse(readFileSync(join(SHARED, 'reference', `${name}.json`), 'utf8'));
+  if (!existsSync(join(ROOT, '.models', meta.model))) { t.skip(`SKIPPED: .models/${meta.model} is missing (scripts/fetch-models.sh)`); return; }
+  const t0 = Date.now();
+  const r = await page.evaluate(([m, l, p, n]) => window.referenceCase(m, l, p, n), [`/local-models/${meta.model}`, `/reference/${meta.logits_file}`, meta.prompt, meta.greedy.length]);
+  const seconds = (Date.now() - t0) / 1000;
+  assert.equal(r.vocab, meta.vocab);
+  assert.deepEqual(r.ids, meta.greedy, 'greedy continuation');
+  assert.equal(r.diff.length, meta.logits_rows);
+  r.diff.forEach((d, i) => assert.ok(d <= TOLERANCE, `row ${i} differs by ${d}`));
+  console.log(`# ${name}: ${r.diff.length} rows, max abs diff ${Math.max(...r.diff).toExponential(2)}, ${seconds.toFixed(1)} s, text ${JSON.stringify(r.text)}`);
 });
 
 test('errors reach the page typed: TypeError, RangeError, DeviceLostError, Error', async () => {

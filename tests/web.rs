@@ -154,8 +154,9 @@ const F32: Case = case!("stories260K-f32", "stories260K.gguf");
 const Q8_0: Case = case!("stories260K-q8_0", "stories260K-Q8_0.gguf");
 const MOE_Q8_0: Case = case!("stories260K-moe4x-top2-q8_0", "stories260K-moe4x-top2-Q8_0.gguf");
 const PAD256_Q4_K_M: Case = case!("stories260K-pad256-q4_k_m", "stories260K-pad256-Q4_K_M.gguf");
-/// The other stories260K cases, so that every shared case but SmolLM2 (too slow on SwiftShader:
-/// it runs natively and in the demo) also passes in the browser.
+/// The other stories260K cases, so that every shared case also passes in the browser (SmolLM2,
+/// not in `../shared/models` and too large to compile into this test, from a page:
+/// `tests/page.test.mjs`).
 const OTHERS: [Case; 7] = [
     case!("stories260K-f16", "stories260K-F16.gguf"),
     case!("stories260K-f32-long300", "stories260K.gguf"),
