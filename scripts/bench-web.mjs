@@ -14,6 +14,9 @@
 //                                                  scripts/fetch-models.sh), 5-token prompt; the seed
 //                                                  does 3 decode tokens, 1 repeat (~13 s/token here)
 //   options: --json FILE (the page's results), --no-build (use pkg/ as it is), --headed,
+//            --base DIR (an earlier build's pkg/, e.g. of a git worktree built with its own
+//            `node -e "import('./scripts/serve.mjs').then((m) => m.build())"`: served at /base/ and
+//            run as a third engine on the same page, with the ratios ours/base),
 //            or a custom case: --model URL --prompt IDS|long300 --gen M --repeats R
 //            [--engines ours,seed] [--seed-gen M] [--seed-repeats R] [--ref NAME] [--limits default]
 //            [--subgroups off] (the page's device without the `subgroups` feature)
@@ -38,6 +41,7 @@ function parseArgs(argv) {
     if (a === '--no-build') o.build = false;
     else if (a === '--headed') o.headed = true;
     else if (a === '--json') o.json = v();
+    else if (a === '--base') o.base = v();
     else if (a === '--case') { const c = v(); if (!CASES[c]) throw new Error(`unknown case ${c} (${Object.keys(CASES).join(', ')})`); o.cases.push(c); }
     else if (keys[a]) o.custom[keys[a]] = v();
     else throw new Error(`unknown argument ${a} (see the comment at the top of scripts/bench-web.mjs)`);
@@ -45,6 +49,7 @@ function parseArgs(argv) {
   if (Object.keys(o.custom).length) o.cases.push({ title: 'custom', prompt: 'long300', ...o.custom });
   if (!o.cases.length) o.cases = Object.keys(CASES);
   o.cases = o.cases.map((c) => (typeof c === 'string' ? CASES[c] : c));
+  if (o.base) o.cases = o.cases.map((c) => ({ ...c, engines: `${c.engines || 'ours,seed'},base` }));
   return o;
 }
 
@@ -68,6 +73,9 @@ function report(c, r) {
     lines.push(`agreement: max |logits ours - seed| after the prompt ${r.agree.maxAbsDiff.toExponential(2)}; greedy ids ` +
       `${r.agree.idsIdentical ? 'identical' : 'DIFFER'} over the ${r.agree.common} both produced`);
   }
+  if (r.ratioBase) {
+    lines.push(`ours/base speed: load ${f(r.ratioBase.load)}x (base s / our s), prefill ${f(r.ratioBase.prefill)}x, decode ${f(r.ratioBase.decode)}x`);
+  }
   for (const e of r.engines) lines.push(`${e.engine} greedy ids (${e.ids.length}${e.idsStable ? ', same in every repeat' : ', VARY between repeats'}): ${e.ids.join(',')}`);
   return lines.join('\n');
 }
@@ -78,7 +86,7 @@ async function main() {
     const t = build();
     console.log(`[bench-web] build: cargo ${t.cargo.toFixed(1)} s${t.bindgen ? `, wasm-bindgen ${t.bindgen.toFixed(1)} s, wasm-opt ${t.opt.toFixed(1)} s` : ' (wasm up to date)'}`);
   }
-  const { server, url } = await serve(webMounts(), 0);
+  const { server, url } = await serve(o.base ? { ...webMounts(), '/base/': o.base } : webMounts(), 0);
   const browser = o.headed
     ? await (await import('playwright-core')).chromium.launch({ executablePath: CHROMIUM, headless: false, args: CHROMIUM_ARGS })
     : await launchChromium();

@@ -1,5 +1,7 @@
-// The browser benchmark: webgpu-llama ("ours", /pkg/index.js) and the seed prototype ("seed",
-// /seed/llama.js, served from ../shared/seeds by scripts/serve.mjs) on ONE page and ONE GPUDevice,
+// The browser benchmark: webgpu-llama ("ours", /pkg/index.js), the seed prototype ("seed",
+// /seed/llama.js, served from ../shared/seeds by scripts/serve.mjs) and optionally an earlier build
+// of webgpu-llama ("base", /base/index.js: another checkout's pkg/, scripts/bench-web.mjs --base)
+// on ONE page and ONE GPUDevice,
 // which this page creates with the adapter's maxStorageBufferBindingSize and maxBufferSize.
 // The model file is fetched once; both engines load from the same ArrayBuffer.
 //
@@ -12,7 +14,8 @@
 //   then dispose() (the seed has none). Pipeline compilation still pending after load lands in the
 //   first run's prefill; the median over repeats discounts it.
 // Reported: median (min-max) over repeats, config.dispatchesPerToken, the speed ratios ours/seed
-// (load: seed seconds / our seconds; prefill and decode: our tokens/s / seed tokens/s), and
+// (load: seed seconds / our seconds; prefill and decode: our tokens/s / seed tokens/s) and
+// ours/base likewise, and
 // agreement: max |logits_ours - logits_seed| after the prompt, the greedy ids of both (prefill's
 // argmax then one per decode step: M + 1 ids), and, with a reference case, each engine's max abs
 // difference from ../shared/reference's float64 logits and its greedy ids.
@@ -20,7 +23,7 @@
 // URL parameters (run=1 starts it; scripts/bench-web.mjs sets them):
 //   model=URL (default /shared/models/stories260K.gguf)
 //   prompt=1,2,3 | long300 (the 300-token prompt of stories260K-f32-long300.json; the default)
-//   gen=M (64), repeats=R (3), engines=ours,seed
+//   gen=M (64), repeats=R (3), engines=ours,seed[,base]
 //   seedGen=, seedRepeats=   smaller M and R for the seed (slow models); default gen and repeats
 //   ref=NAME                 reference case under /shared/reference/ (long300 implies its case)
 // The result lands in window.benchResult; document.body.dataset.state becomes 'done' or 'error'.
@@ -75,7 +78,7 @@ async function settings() {
     s.refLogits = new Float32Array(raw);
   }
   s.prompt = s.promptArg === 'long300' ? s.ref.prompt : s.promptArg.split(/[\s,]+/).filter(Boolean).map(Number);
-  for (const e of s.engines) if (!['ours', 'seed'].includes(e)) throw new Error(`unknown engine ${e} (ours, seed)`);
+  for (const e of s.engines) if (!['ours', 'seed', 'base'].includes(e)) throw new Error(`unknown engine ${e} (ours, seed, base)`);
   return s;
 }
 
@@ -134,9 +137,10 @@ function render(r) {
     `<td>${e.refMaxAbsDiff === undefined ? '-' : e.refMaxAbsDiff.toExponential(2)}</td><td>${e.refGreedyMatch || '-'}</td></tr>`).join('');
   const ratio = r.ratio ? `<p>ours/seed speed: load <b>${f(r.ratio.load)}x</b>, prefill <b>${f(r.ratio.prefill)}x</b>, decode <b>${f(r.ratio.decode)}x</b>; ` +
     `max |logits ours - seed| after the prompt ${r.agree.maxAbsDiff.toExponential(2)}; greedy ids ${r.agree.idsIdentical ? 'identical' : 'DIFFER'} (${r.agree.common} compared)</p>` : '';
+  const base = r.ratioBase ? `<p>ours/base speed: load <b>${f(r.ratioBase.load)}x</b>, prefill <b>${f(r.ratioBase.prefill)}x</b>, decode <b>${f(r.ratioBase.decode)}x</b></p>` : '';
   $('tables').innerHTML = `<p>${r.model} (${(r.fileBytes / 2 ** 20).toFixed(1)} MiB), prompt ${r.promptTokens} tokens, adapter ${r.adapter}</p>` +
     `<table><tr><th>engine</th><th>runs</th><th>load s</th><th>prefill tok/s</th><th>M</th><th>decode tok/s</th><th>ms/token</th>` +
-    `<th>dispatches/token</th><th>vs reference</th><th>greedy = ref</th></tr>${rows}</table>${ratio}` +
+    `<th>dispatches/token</th><th>vs reference</th><th>greedy = ref</th></tr>${rows}</table>${ratio}${base}` +
     r.engines.map((e) => `<p>${e.engine} greedy ids: <code>${e.ids.join(',')}</code></p>`).join('');
 }
 
@@ -147,6 +151,7 @@ async function main() {
   const mods = {};
   if (s.engines.includes('ours')) mods.ours = (await import('webgpu-llama')).createLlama;
   if (s.engines.includes('seed')) mods.seed = (await import('/seed/llama.js')).createLlama;
+  if (s.engines.includes('base')) mods.base = (await import('/base/index.js')).createLlama;
   status(`fetching ${s.model}...`);
   const buffer = await fetchOk(s.model, 'arrayBuffer');
   log(`model ${s.model} (${buffer.byteLength} bytes), prompt ${s.prompt.length} tokens, adapter ${adapter}`);
@@ -171,6 +176,10 @@ async function main() {
     result.ratio = { load: d.load.median / o.load.median, prefill: o.prefillTps.median / d.prefillTps.median, decode: o.decodeTps.median / d.decodeTps.median };
     result.agree = { maxAbsDiff: maxAbsDiff(runs.ours[0].prefillLogits, runs.seed[0].prefillLogits), common,
       idsIdentical: commonPrefix(o.ids, d.ids) === common };
+  }
+  if (runs.ours?.length && runs.base?.length) {
+    const [o, b] = [result.engines.find((e) => e.engine === 'ours'), result.engines.find((e) => e.engine === 'base')];
+    result.ratioBase = { load: b.load.median / o.load.median, prefill: o.prefillTps.median / b.prefillTps.median, decode: o.decodeTps.median / b.decodeTps.median };
   }
   render(result);
   status('done');
