@@ -472,21 +472,23 @@ impl Builder<'_> {
                 }
                 None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &one_bufs),
             };
-            let mut variants = vec![
-                one,
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs),
-                self.variant(PipelineKey::weights(mm, w.ty, large), &mm_bufs),
-            ];
-            // A large tile leaves a GPU idle when it makes few workgroups (a narrow matrix, a short
-            // batch): then the small tile, more workgroups, takes over.
-            if let Some(g) = small {
-                variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &mm_bufs));
-            }
-            let (large, small) = (large.tile_size(), small.map(|g| g.tile_size()));
+            let mut variants =
+                vec![one, self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs)];
+            // Longer batches: on CPU adapters the CPU matmul alone (the GPU tiles would never run,
+            // and each took about 1.4 s of a load on SwiftShader: BENCHMARKS.md, browser section);
+            // elsewhere the large tile, and the small one where a large tile leaves a GPU idle (few
+            // workgroups: a narrow matrix, a short batch).
             let cpu = cpu_tile.map(|t| {
                 variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs));
                 (variants.len() - 1, t)
             });
+            if cpu.is_none() {
+                variants.push(self.variant(PipelineKey::weights(mm, w.ty, large), &mm_bufs));
+                if let Some(g) = small {
+                    variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &mm_bufs));
+                }
+            }
+            let (large, small) = (large.tile_size(), small.map(|g| g.tile_size()));
             let one_tpr = if int.is_some() { tpr_int } else { tpr };
             let (rows, per_wg, per_wg_multi) =
                 (part.rows, matvec_rows_per_workgroup(one_tpr, rpt, qout_kind), matvec_rows_per_workgroup(tpr.min(64), 1, QuantOut::Off));
