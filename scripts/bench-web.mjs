@@ -49,7 +49,8 @@ function parseArgs(argv) {
   if (Object.keys(o.custom).length) o.cases.push({ title: 'custom', prompt: 'long300', ...o.custom });
   if (!o.cases.length) o.cases = Object.keys(CASES);
   o.cases = o.cases.map((c) => (typeof c === 'string' ? CASES[c] : c));
-  if (o.base) o.cases = o.cases.map((c) => ({ ...c, engines: `${c.engines || 'ours,seed'},base` }));
+  const withBase = (e) => [...new Set([...(e || 'ours,seed').split(','), 'base'])].join(',');
+  if (o.base) o.cases = o.cases.map((c) => ({ ...c, engines: withBase(c.engines) }));
   return o;
 }
 

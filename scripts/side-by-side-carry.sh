@@ -5,7 +5,8 @@
 #   bench-carry/                   a copy of ../shared/bench (the script and make_model.py)
 #   .bin/webgpu-llama              this checkout's release build
 #   .gl/*.deb                      the Vulkan loader (libvulkan1) and the GL/EGL libraries wgpu loads
-#   .whl/gguf-*.whl                gguf-py, for make_model.py (it needs numpy only, there already)
+#   .whl/gguf-*.whl                gguf-py, for make_model.py (installed without its dependencies:
+#                                  it imports numpy and PyYAML, which the device machine has)
 #   .devcarry/llama-src.tar.xz     llama.cpp: the vendor/llama.cpp tree of the PyPI sdist
 #                                  llama-cpp-python==0.3.36 (checked by its sha256), without docs,
 #                                  models, tests, examples, the server and unused ggml backends
@@ -28,10 +29,11 @@ rm -rf bench-carry && cp -r "$SHARED/bench" bench-carry && chmod -R u+w bench-ca
 cargo build --release --bin webgpu-llama
 mkdir -p .bin && cp target/release/webgpu-llama .bin/
 
-debs() {   # DIR PACKAGE...: the packages' .deb files (no dependencies), unless DIR has them
-    local dir=$1; shift
-    compgen -G "$dir/*.deb" >/dev/null && return
-    mkdir -p "$dir" && (cd "$dir" && apt-get download "$@")
+debs() {   # DIR PACKAGE...: the packages' .deb files (no dependencies), unless DIR has all of them
+    local dir=$1 p missing=(); shift
+    for p in "$@"; do compgen -G "$dir/${p}_*.deb" >/dev/null || missing+=("$p"); done
+    ((${#missing[@]})) || return 0
+    mkdir -p "$dir" && (cd "$dir" && apt-get download "${missing[@]}")
 }
 debs .gl libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2
 debs .devcarry/vkdeb glslc libshaderc1 libvulkan-dev spirv-headers
@@ -40,6 +42,7 @@ compgen -G '.whl/gguf-*.whl' >/dev/null || pip download --no-deps --only-binary 
 
 if [[ ! -f .devcarry/llama-src.tar.xz ]]; then
     tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
     # The sdist's address from PyPI's simple index (pip download would also build its metadata).
     url=$(curl -fsSL https://pypi.org/simple/llama-cpp-python/ | grep -o "https://[^\"#]*/$SDIST" | head -1)
     curl -fsSL -o "$tmp/$SDIST" "$url"
@@ -50,8 +53,9 @@ if [[ ! -f .devcarry/llama-src.tar.xz ]]; then
     # the server's UI), and the CPU, CUDA and Vulkan backends.
     rm -rf "$src"/{docs,models,media,benches,tests,examples,conversion,gguf-py,app,pocs,skills} "$src"/tools/{server,ui}
     (cd "$src/ggml/src" && rm -rf ggml-{blas,cann,et,hexagon,hip,metal,musa,opencl,openvino,rpc,sycl,virtgpu,webgpu,zdnn,zendnn})
-    mkdir -p .devcarry && tar -cJf .devcarry/llama-src.tar.xz -C "$(dirname "$src")" llama.cpp
-    rm -rf "$tmp"
+    # Written aside, then moved: an interrupted run leaves no partial tarball to be kept.
+    mkdir -p .devcarry && tar -cJf .devcarry/llama-src.tar.xz.part -C "$(dirname "$src")" llama.cpp
+    mv .devcarry/llama-src.tar.xz.part .devcarry/llama-src.tar.xz
 fi
 
 du -shc bench-carry .bin .gl .whl .devcarry | tail -1 | sed 's/total/carried in all (the limit is 64 MiB)/'

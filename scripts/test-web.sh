@@ -59,10 +59,11 @@ if ((run_page)); then
     rc=${PIPESTATUS[0]}
     p=$(sed -nE 's/^[^a-z]*pass ([0-9]+).*/\1/p' "$LOG_DIR/page.log" | tail -n 1)
     f=$(sed -nE 's/^[^a-z]*fail ([0-9]+).*/\1/p' "$LOG_DIR/page.log" | tail -n 1)
-    p=${p:-0}; f=${f:-0}
+    s=$(sed -nE 's/^[^a-z]*skipped ([0-9]+).*/\1/p' "$LOG_DIR/page.log" | tail -n 1)
+    p=${p:-0}; f=${f:-0}; s=${s:-0}
     if ((rc != 0 && f == 0)); then f=1; fi
     passed=$((passed + p)); failed=$((failed + f))
-    parts+=("page $p passed/$f failed in $((SECONDS - t0)) s")
+    parts+=("page $p passed/$f failed/$s skipped in $((SECONDS - t0)) s")
     ((rc == 0)) || status=1
 fi
 
