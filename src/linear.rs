@@ -474,18 +474,17 @@ impl Builder<'_> {
             };
             let mut variants =
                 vec![one, self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs)];
-            // Longer batches: on CPU adapters the CPU matmul alone (the GPU tiles would never run,
-            // and each took about 1.4 s of a load on SwiftShader: BENCHMARKS.md, browser section);
-            // elsewhere the large tile, and the small one where a large tile leaves a GPU idle (few
-            // workgroups: a narrow matrix, a short batch).
-            let cpu = cpu_tile.map(|t| {
-                variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs));
-                (variants.len() - 1, t)
-            });
-            if cpu.is_none() {
-                variants.push(self.variant(PipelineKey::weights(mm, w.ty, large), &mm_bufs));
-                if let Some(g) = small {
-                    variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &mm_bufs));
+            // Longer batches, variant 2 (and 3): on CPU adapters the CPU matmul alone (the GPU
+            // tiles would never run, and each took about 1.4 s of a load on SwiftShader:
+            // BENCHMARKS.md, browser section); elsewhere the large tile, and the small one where a
+            // large tile leaves a GPU idle (few workgroups: a narrow matrix, a short batch).
+            match cpu_tile {
+                Some(t) => variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs)),
+                None => {
+                    variants.push(self.variant(PipelineKey::weights(mm, w.ty, large), &mm_bufs));
+                    if let Some(g) = small {
+                        variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &mm_bufs));
+                    }
                 }
             }
             let (large, small) = (large.tile_size(), small.map(|g| g.tile_size()));
@@ -496,8 +495,8 @@ impl Builder<'_> {
                 Some(match b.n_tokens {
                     1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(per_wg))),
                     n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(mv_rows.div_ceil(per_wg_multi))),
-                    n => match (cpu, small) {
-                        (Some((i, t)), _) => (i, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
+                    n => match (cpu_tile, small) {
+                        (Some(t), _) => (2, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
                         (None, Some(s)) if rows.div_ceil(large.0) * n.div_ceil(large.1) < min_large => (3, [rows.div_ceil(s.0), n.div_ceil(s.1), 1]),
                         _ => (2, [rows.div_ceil(large.0), n.div_ceil(large.1), 1]),
                     },
