@@ -278,7 +278,9 @@ fn tokens(n: u32, vocab: u32, salt: u32) -> Vec<u32> {
     (0..n).map(|i| 1 + (i.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % (vocab - 1).max(1)).collect()
 }
 
-/// Loads the model and measures it.
+/// Loads the model and measures it: the load (with a first one-token forward, which compiles
+/// the one-token step's kernels), then one untimed repeat (the other kernels compile on first
+/// use) and `repeats` timed ones.
 pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOptions) -> Result<BenchReport> {
     let need = opts.depth + opts.prompt + opts.gen;
     let ctx = opts.ctx.unwrap_or(need).max(need);
@@ -288,7 +290,10 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     llama.forward(&[1], 0).await?;
     let load_s = t0.elapsed().as_secs_f64();
     let (mut pre, mut dec, mut enc, mut waits, mut picks, mut aheads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for r in 0..opts.repeats.max(1) {
+    // Kernels compile on the first batch that runs them (program::Variant): repeat 0 runs the
+    // same shapes untimed, so that the timed repeats measure running them, not compiling.
+    for r in 0..=opts.repeats.max(1) {
+        let warm_up = r == 0;
         if opts.depth > 0 {
             llama.forward(&tokens(opts.depth, llama.config.vocab, r + 100), 0).await?;
         }
@@ -300,7 +305,9 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             Some(k) => first_id(&llama.forward_top_k(&prompt, opts.depth, k).await?)?,
             None => crate::topk::argmax(&llama.forward(&prompt, opts.depth).await?),
         };
-        pre.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
+        if !warm_up {
+            pre.push(prompt.len() as f64 / t.elapsed().as_secs_f64());
+        }
         let t = Instant::now();
         let (mut encode, mut wait, mut pick, mut ahead) = (0.0, 0.0, 0.0, 0.0);
         for i in 0..opts.gen {
@@ -337,6 +344,9 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             next = picked.0;
             pick += picked.1;
             wait += tw.elapsed().as_secs_f64() - picked.1;
+        }
+        if warm_up {
+            continue;
         }
         let per = |s: f64| 1e3 * s / opts.gen.max(1) as f64;
         dec.push(opts.gen.max(1) as f64 / t.elapsed().as_secs_f64());

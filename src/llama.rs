@@ -11,7 +11,6 @@ use crate::config::{Config, KvType};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
-use crate::kernels::Kernels;
 use crate::linear::{quant_out, Fuse, Io, QuantNext, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
 use crate::topk::TopK;
@@ -127,8 +126,7 @@ impl Llama {
         let row_bytes = widest_row(&cfg) * 4;
         let batch = opts.batch.unwrap_or(DEFAULT_BATCH).clamp(1, cfg.ctx).min((gpu.max_binding() / row_bytes).max(1) as u32);
         let mut weights = Weights::load(gpu, g, src, &cfg, progress)?;
-        let mut kernels = Kernels::new();
-        let mut b = Builder::new(gpu, &mut kernels);
+        let mut b = Builder::new(gpu);
         for r in std::mem::take(&mut weights.repacks) {
             b.repack(&r);
         }
@@ -286,17 +284,23 @@ impl Llama {
 
     /// Checks `forward`'s arguments without touching the GPU.
     pub fn validate(&self, tokens: &[u32], start_pos: u32) -> Result<()> {
-        if self.disposed.get() {
-            return Err(Error::Disposed);
-        }
-        if tokens.is_empty() {
-            return Err(Error::Input("tokens must be a non-empty list of token ids".into()));
-        }
+        self.validate_span(tokens.len() as u64, start_pos)?;
         if let Some((i, t)) = tokens.iter().enumerate().find(|(_, &t)| t >= self.config.vocab) {
             return Err(Error::Input(format!("token id {t} at index {i} is out of range (vocab {})", self.config.vocab)));
         }
-        if start_pos as u64 + tokens.len() as u64 > self.config.ctx as u64 {
-            return Err(Error::Input(format!("past the context: startPos {start_pos} + {} tokens > ctx {}", tokens.len(), self.config.ctx)));
+        Ok(())
+    }
+
+    /// [`Llama::validate`] for `n` tokens whatever their ids.
+    fn validate_span(&self, n: u64, start_pos: u32) -> Result<()> {
+        if self.disposed.get() {
+            return Err(Error::Disposed);
+        }
+        if n == 0 {
+            return Err(Error::Input("tokens must be a non-empty list of token ids".into()));
+        }
+        if start_pos as u64 + n > self.config.ctx as u64 {
+            return Err(Error::Input(format!("past the context: startPos {start_pos} + {n} tokens > ctx {}", self.config.ctx)));
         }
         let filled = self.filled.get();
         if start_pos > filled {
@@ -513,8 +517,8 @@ impl Llama {
     ///
     /// Errors: as [`Llama::validate`]; [`Error::Gpu`].
     pub async fn profile(&self, n: u32, pos0: u32) -> Result<Option<(Vec<(String, f64, u64)>, f64)>> {
+        self.validate_span(n as u64, pos0)?;
         let tokens = vec![1u32; n as usize];
-        self.validate(&tokens, pos0)?;
         if n > self.batch || !self.gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
             return Ok(None);
         }

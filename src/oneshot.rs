@@ -17,7 +17,6 @@ use crate::config::{Config, KvType};
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
-use crate::kernels::Kernels;
 use crate::linear::{Fuse, Io, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Step};
 use crate::weights::{Loader, TensorSource};
@@ -97,9 +96,8 @@ async fn run(
     build: impl FnOnce(&mut Loader, &mut Builder) -> Result<Outputs>,
 ) -> Result<(Vec<Vec<f32>>, Option<(f64, Option<f64>)>)> {
     gpu.check_tuning()?;
-    let mut kernels = Kernels::new();
     let mut ld = Loader::new(gpu, src);
-    let mut b = Builder::new(gpu, &mut kernels);
+    let mut b = Builder::new(gpu);
     let built = build(&mut ld, &mut b);
     let result = async {
         let outputs = built?;

@@ -1,9 +1,12 @@
 //! The forward program: a list of ops recorded once at load, each able to run on a batch of any
 //! number of tokens up to the activations' capacity (one token when decoding, a chunk of the
-//! prompt when prefilling). An op holds one or more compiled variants (pipeline + bind group,
-//! all built at load) and a plan that, given the [`Batch`], picks the variant and its workgroup
-//! grid, or skips the op. The only per-batch inputs on the GPU are the [`Step`] uniform and the
-//! token ids, written once per batch.
+//! prompt when prefilling). An op holds one or more variants (a kernel key and its buffers,
+//! compiled and bound on the first batch that picks it: see [`Variant`]) and a plan that, given
+//! the [`Batch`], picks the variant and its workgroup grid, or skips the op. The only per-batch
+//! inputs on the GPU are the [`Step`] uniform and the token ids, written once per batch.
+
+use std::cell::{OnceCell, RefCell};
+use std::rc::Rc;
 
 use bytemuck::{Pod, Zeroable};
 
@@ -44,14 +47,59 @@ impl Step {
     }
 }
 
-/// One compiled form of an op.
+/// The device and pipeline cache that a program's variants compile from.
+pub struct Compiler {
+    gpu: Gpu,
+    kernels: RefCell<Kernels>,
+}
+
+/// One form of an op: a kernel and its buffers, compiled and bound the first time a batch
+/// records it. A variant that no batch picks is never compiled: a CPU adapter's compiler (in
+/// the browser, SwiftShader) spends from 0.1 to 1.6 s on a pipeline, and most sessions never
+/// run some forms (the 2-8 token matvec, the top-k readout, the split-key combine).
 pub struct Variant {
-    /// What it was compiled for.
+    /// What it is compiled for.
     pub key: PipelineKey,
-    /// The pipeline.
-    pub pipeline: wgpu::ComputePipeline,
-    /// Its bindings.
-    pub bind: wgpu::BindGroup,
+    buffers: Vec<wgpu::Buffer>,
+    compiler: Rc<Compiler>,
+    built: OnceCell<(wgpu::ComputePipeline, wgpu::BindGroup)>,
+}
+
+impl Variant {
+    /// `key` bound to `buffers` (bindings 0, 1, ... in order), compiled on first use.
+    pub fn new(compiler: &Rc<Compiler>, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> Variant {
+        Variant { key, buffers: buffers.iter().map(|&b| b.clone()).collect(), compiler: compiler.clone(), built: OnceCell::new() }
+    }
+
+    fn built(&self) -> &(wgpu::ComputePipeline, wgpu::BindGroup) {
+        self.built.get_or_init(|| {
+            let c = &self.compiler;
+            let buffers: Vec<&wgpu::Buffer> = self.buffers.iter().collect();
+            c.kernels.borrow_mut().bind(&c.gpu, self.key, &buffers)
+        })
+    }
+
+    /// The pipeline (compiled now if it is not yet).
+    pub fn pipeline(&self) -> &wgpu::ComputePipeline {
+        &self.built().0
+    }
+
+    /// Its bind group (made now if it is not yet).
+    pub fn bind(&self) -> &wgpu::BindGroup {
+        &self.built().1
+    }
+
+    /// Whether it has been compiled.
+    pub fn is_built(&self) -> bool {
+        self.built.get().is_some()
+    }
+
+    /// Records it over `grid` workgroups.
+    pub fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, grid: [u32; 3]) {
+        pass.set_pipeline(self.pipeline());
+        pass.set_bind_group(0, self.bind(), &[]);
+        pass.dispatch_workgroups(grid[0], grid[1], grid[2]);
+    }
 }
 
 /// Picks an op's variant and grid for a batch; `None` skips the op.
@@ -120,9 +168,7 @@ impl Program {
     /// Records `batch` into one compute pass.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, batch: &Batch) {
         for d in self.dispatches(batch) {
-            pass.set_pipeline(&d.variant.pipeline);
-            pass.set_bind_group(0, &d.variant.bind, &[]);
-            pass.dispatch_workgroups(d.grid[0], d.grid[1], d.grid[2]);
+            d.variant.dispatch(pass, d.grid);
         }
     }
 
@@ -138,9 +184,7 @@ impl Program {
                 end_of_pass_write_index: Some(2 * i as u32 + 1),
             });
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
-            pass.set_pipeline(&d.variant.pipeline);
-            pass.set_bind_group(0, &d.variant.bind, &[]);
-            pass.dispatch_workgroups(d.grid[0], d.grid[1], d.grid[2]);
+            d.variant.dispatch(&mut pass, d.grid);
         }
         list
     }
@@ -157,8 +201,8 @@ pub fn grid(n: u32) -> [u32; 3] {
 pub struct Builder<'a> {
     /// The device.
     pub gpu: &'a Gpu,
-    /// The pipeline cache.
-    pub kernels: &'a mut Kernels,
+    /// The device and pipeline cache the variants compile from.
+    pub compiler: Rc<Compiler>,
     /// The program so far.
     pub program: Program,
     /// Ops to run once, before the program's first batch (weight regrouping: [`crate::repack`]).
@@ -179,11 +223,11 @@ pub struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     /// An empty program with its step uniform.
-    pub fn new(gpu: &'a Gpu, kernels: &'a mut Kernels) -> Builder<'a> {
+    pub fn new(gpu: &'a Gpu) -> Builder<'a> {
         let step = gpu.uniform_of("step", &Step::default());
         Builder {
             gpu,
-            kernels,
+            compiler: Rc::new(Compiler { gpu: gpu.clone(), kernels: RefCell::new(Kernels::new()) }),
             program: Program::default(),
             setup: Program::default(),
             buffers: vec![step.clone()],
@@ -209,10 +253,9 @@ impl<'a> Builder<'a> {
         b
     }
 
-    /// `key` compiled and bound to `buffers` (bindings 0, 1, ... in order).
+    /// `key` bound to `buffers` (bindings 0, 1, ... in order), compiled on first use.
     pub fn variant(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> Variant {
-        let (pipeline, bind) = self.kernels.bind(self.gpu, key, buffers);
-        Variant { key, pipeline, bind }
+        Variant::new(&self.compiler, key, buffers)
     }
 
     /// Appends an op.

@@ -71,9 +71,7 @@ impl TopK {
     /// Both stages, after the forward pass in the same compute pass.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         for (v, _, workgroups) in &self.stages {
-            pass.set_pipeline(&v.pipeline);
-            pass.set_bind_group(0, &v.bind, &[]);
-            pass.dispatch_workgroups(*workgroups, 1, 1);
+            v.dispatch(pass, [*workgroups, 1, 1]);
         }
     }
 }

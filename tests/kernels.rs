@@ -535,3 +535,27 @@ fn value_projection_into_the_cache() {
         assert_eq!(x, y, "logits of {} tokens at position {pos}", chunk.len());
     }
 }
+
+/// Kernels compile on the first batch that runs them (`program::Variant`): nothing at load,
+/// a decode step's own after the first step, a prompt's batch kernels only once a batch runs
+/// them; and the logits agree whichever call compiled the kernels.
+#[test]
+fn kernels_compile_on_first_use() {
+    let s = Shape::dense(96, 2, 4, 2, 256, 67);
+    let bytes = model(&s, Scheme::All(GgmlType::Q8_0), 5).unwrap().to_bytes();
+    let gpu = gpu(false);
+    let llama = load(&gpu, &bytes, Some(64));
+    let built = |n: u32, pos: u32| llama.dispatches(&llama.plan(n, pos, false)).iter().filter(|d| d.variant.is_built()).count();
+    let (step, batch) = (llama.dispatches(&llama.plan(1, 20, false)).len(), llama.dispatches(&llama.plan(20, 0, false)).len());
+    assert_eq!((built(1, 20), built(20, 0)), (0, 0), "kernels compiled at load");
+    let tokens: Vec<u32> = (0..21).map(|i| (i * 31 + 7) % s.vocab).collect();
+    let one_at_a_time: Vec<Vec<f32>> = tokens.iter().enumerate().map(|(p, &t)| block_on(llama.forward(&[t], p as u32)).unwrap()).collect();
+    assert_eq!(built(1, 20), step, "a decode step's kernels after the first step");
+    let batch_only = llama.dispatches(&llama.plan(20, 0, false)).iter().filter(|d| !d.variant.is_built()).count();
+    assert!(batch_only > 0, "a 20-token batch runs kernels that one-token steps do not (else this test checks nothing)");
+    let prompt = block_on(llama.forward(&tokens[..20], 0)).unwrap();
+    assert_eq!(built(20, 0), batch, "the batch's kernels after it ran");
+    let after = block_on(llama.forward(&tokens[20..], 20)).unwrap();
+    assert!(max_abs(&prompt, &one_at_a_time[19]) < 1e-3, "the prompt in one batch against a token at a time");
+    assert!(max_abs(&after, &one_at_a_time[20]) < 1e-3, "a step after the batch against the same step before it");
+}
