@@ -3,7 +3,8 @@
 // serves www/ with the seed mapped in from ../shared (webMounts), opens www/bench.html in headless
 // Chromium (WebGPU; SwiftShader on a machine without a GPU) once per case, and prints, for
 // webgpu-llama ("ours") and the seed prototype side by side on one page and one GPUDevice: load s,
-// prefill tok/s, decode tok/s and ms/token (median (min-max) over repeats), dispatches per token,
+// first logits s (load + a first prefill: ours compiles each kernel on first use), prefill tok/s
+// (a second prefill of the same prompt), decode tok/s and ms/token (median (min-max) over repeats), dispatches per token,
 // the speed ratios ours/seed, and whether the two agree (logits after the prompt, greedy ids, and
 // each against ../shared/reference). What the page measures and how: the header of www/bench.js.
 //
@@ -20,9 +21,12 @@
 //            or a custom case: --model URL --prompt IDS|long300 --gen M --repeats R
 //            [--engines ours,seed] [--seed-gen M] [--seed-repeats R] [--ref NAME] [--limits default]
 //            [--subgroups off] (the page's device without the `subgroups` feature)
+//            --profile: also GPU time per kernel of ours (llama.profile(): one decode step after
+//            the M tokens, and the prompt as one batch), summed by kernel; Chromium then runs with
+//            --enable-webgpu-developer-features so that timestamps are not coarsened to 100 us
 // URLs: /models/NAME -> .models/NAME, /shared/models/NAME -> ../shared/models/NAME.
 import { writeFileSync } from 'node:fs';
-import { CHROMIUM, CHROMIUM_ARGS, build, launchChromium, serve, webMounts } from './serve.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, build, serve, webMounts } from './serve.mjs';
 
 const CASES = {
   stories: { title: '(a) stories260K F32, 300-token prompt', model: '/shared/models/stories260K.gguf', prompt: 'long300',
@@ -40,6 +44,7 @@ function parseArgs(argv) {
     const a = argv[i], v = () => argv[++i];
     if (a === '--no-build') o.build = false;
     else if (a === '--headed') o.headed = true;
+    else if (a === '--profile') o.profile = true;
     else if (a === '--json') o.json = v();
     else if (a === '--base') o.base = v();
     else if (a === '--case') { const c = v(); if (!CASES[c]) throw new Error(`unknown case ${c} (${Object.keys(CASES).join(', ')})`); o.cases.push(c); }
@@ -62,20 +67,26 @@ function report(c, r) {
   const lines = [`== ${c.title} ==`, `model ${r.model} (${(r.fileBytes / 2 ** 20).toFixed(2)} MiB), prompt ${r.promptTokens} tokens` +
     `${r.refName ? `, reference ${r.refName}` : ''}; adapter: ${r.adapter}`];
   if (c.note) lines.push(`note: ${c.note}`);
-  const head = ['engine', 'runs', 'load s', 'prefill tok/s', 'M', 'decode tok/s', 'ms/token', 'dispatches/token', 'max|d| vs ref', 'greedy = ref'];
-  const rows = r.engines.map((e) => [e.engine, String(e.repeats), spread(e.load, 3), spread(e.prefillTps), String(e.gen), spread(e.decodeTps),
+  const head = ['engine', 'runs', 'load s', 'first logits s', 'prefill tok/s', 'M', 'decode tok/s', 'ms/token', 'dispatches/token', 'max|d| vs ref', 'greedy = ref'];
+  const rows = r.engines.map((e) => [e.engine, String(e.repeats), spread(e.load, 3), e.first ? spread(e.first, 3) : '-', spread(e.prefillTps), String(e.gen), spread(e.decodeTps),
     f(e.msPerToken.median, 1), String(e.dispatchesPerToken), e.refMaxAbsDiff === undefined ? '-' : e.refMaxAbsDiff.toExponential(2), e.refGreedyMatch || '-']);
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const fmt = (row) => `| ${row.map((x, i) => x.padEnd(w[i])).join(' | ')} |`;
   lines.push(fmt(head), `|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`, ...rows.map(fmt));
   if (r.ratio) {
     const t = (k) => (c.targets?.[k] ? ` (target >= ${c.targets[k]}x: ${r.ratio[k] >= c.targets[k] ? 'met' : 'NOT met'})` : '');
-    lines.push(`ours/seed speed: load ${f(r.ratio.load)}x (seed s / our s), prefill ${f(r.ratio.prefill)}x${t('prefill')}, decode ${f(r.ratio.decode)}x${t('decode')}`);
+    lines.push(`ours/seed speed: load ${f(r.ratio.load)}x (seed s / our s), first logits ${f(r.ratio.first)}x (likewise), prefill ${f(r.ratio.prefill)}x${t('prefill')}, decode ${f(r.ratio.decode)}x${t('decode')}`);
     lines.push(`agreement: max |logits ours - seed| after the prompt ${r.agree.maxAbsDiff.toExponential(2)}; greedy ids ` +
       `${r.agree.idsIdentical ? 'identical' : 'DIFFER'} over the ${r.agree.common} both produced`);
   }
   if (r.ratioBase) {
-    lines.push(`ours/base speed: load ${f(r.ratioBase.load)}x (base s / our s), prefill ${f(r.ratioBase.prefill)}x, decode ${f(r.ratioBase.decode)}x`);
+    lines.push(`ours/base speed: load ${f(r.ratioBase.load)}x (base s / our s), first logits ${f(r.ratioBase.first)}x (likewise), prefill ${f(r.ratioBase.prefill)}x, decode ${f(r.ratioBase.decode)}x`);
+  }
+  for (const [what, p] of Object.entries(r.profile || {})) {
+    if (!p) { lines.push(`profile of ${what}: none (no timestamp-query, or more tokens than one batch)`); continue; }
+    lines.push(`profile of ${what} (ours, GPU ms per kernel, one compute pass each; ${p.dispatches} dispatches sum to ${f(1e3 * p.sumSeconds, 3)} ms, ` +
+      `the whole pass ${f(1e3 * p.passSeconds, 3)} ms):`);
+    for (const k of p.kernels) lines.push(`  ${f(1e3 * k.seconds, 3).padStart(9)} ms  ${String(k.calls).padStart(3)}x  ${k.label}`);
   }
   for (const e of r.engines) lines.push(`${e.engine} greedy ids (${e.ids.length}${e.idsStable ? ', same in every repeat' : ', VARY between repeats'}): ${e.ids.join(',')}`);
   return lines.join('\n');
@@ -88,13 +99,13 @@ async function main() {
     console.log(`[bench-web] build: cargo ${t.cargo.toFixed(1)} s${t.bindgen ? `, wasm-bindgen ${t.bindgen.toFixed(1)} s, wasm-opt ${t.opt.toFixed(1)} s` : ' (wasm up to date)'}`);
   }
   const { server, url } = await serve(o.base ? { ...webMounts(), '/base/': o.base } : webMounts(), 0);
-  const browser = o.headed
-    ? await (await import('playwright-core')).chromium.launch({ executablePath: CHROMIUM, headless: false, args: CHROMIUM_ARGS })
-    : await launchChromium();
+  const args = o.profile ? [...CHROMIUM_ARGS, '--enable-webgpu-developer-features'] : CHROMIUM_ARGS;
+  const browser = await (await import('playwright-core')).chromium.launch({ executablePath: CHROMIUM, headless: !o.headed, args });
   const out = { date: new Date().toISOString(), cases: [] };
   try {
     for (const c of o.cases) {
       const q = new URLSearchParams({ run: '1', model: c.model, prompt: c.prompt, gen: String(c.gen ?? 64), repeats: String(c.repeats ?? 3) });
+      if (o.profile) q.set('profile', '1');
       for (const k of ['engines', 'seedGen', 'seedRepeats', 'ref', 'limits', 'subgroups']) if (c[k] !== undefined) q.set(k, String(c[k]));
       const pageUrl = `${url}/bench.html?${q}`;
       console.log(`[bench-web] ${c.title}: ${pageUrl}`);

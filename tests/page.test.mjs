@@ -122,6 +122,32 @@ window.errorCase = async (modelUrl) => {
   try { await again.forward([1], 0); } catch (e) { out.lost = seen(e); }
   return out;
 };
+// llama.profile() on a device with `timestamp-query` (where the adapter has it) and on one
+// without, and its typed errors.
+window.profileCase = async (modelUrl, prompt) => {
+  const buf = await (await fetch(modelUrl)).arrayBuffer();
+  const adapter = await navigator.gpu.requestAdapter();
+  const has = adapter.features.has('timestamp-query');
+  const seen = (e) => ({ name: e.name, message: e.message });
+  const out = { has };
+  const timed = await lib.createLlama(await adapter.requestDevice({ requiredFeatures: has ? ['timestamp-query'] : [] }), buf);
+  out.first = Array.from(await timed.forward(prompt, 0));
+  const p = await timed.profile(1, prompt.length);
+  out.dispatches = timed.config.dispatchesPerToken;
+  out.profile = p && { n: p.kernels.length, kernels: p.kernels.map((k) => k.label.split(' ')[0]),
+    finite: p.kernels.every((k) => Number.isFinite(k.seconds) && k.seconds >= 0 && Number.isFinite(k.bytes)),
+    seconds: p.kernels.reduce((t, k) => t + k.seconds, 0), bytes: p.kernels.reduce((t, k) => t + k.bytes, 0), pass: p.passSeconds };
+  out.batch = (await timed.profile(prompt.length, 0))?.kernels.length;
+  out.again = Array.from(await timed.forward(prompt, 0));
+  try { await timed.profile(0, 0); } catch (e) { out.zero = seen(e); }
+  try { await timed.profile('1', 0); } catch (e) { out.notNumber = seen(e); }
+  try { await timed.profile(1, 4000); } catch (e) { out.past = seen(e); }
+  timed.dispose();
+  const plain = await lib.createLlama(await device(), buf);
+  out.without = await plain.profile(1, 0);
+  plain.dispose();
+  return out;
+};
 // The same model loaded in a dedicated module worker from a streamed Response.
 window.workerCase = (modelUrl, prompt, entry) => new Promise((resolve) => {
   const w = new Worker('/worker.js', { type: 'module' });
@@ -256,6 +282,22 @@ test('errors reach the page typed: TypeError, RangeError, DeviceLostError, Error
   assert.match(r.disposed.message, /use after dispose\(\)/);
   assert.deepEqual([r.lost?.lost, r.lost?.isError, r.lost?.name], [true, true, 'DeviceLostError'], JSON.stringify(r.lost));
   assert.match(r.lost.message, /the GPU device was lost \(destroyed/);
+});
+
+test('profile(): GPU time of each kernel of a step with timestamp-query, null without, typed errors', async (t) => {
+  const ref = reference(CASE);
+  const r = await page.evaluate(([m, p]) => window.profileCase(m, p), [`/models/${ref.model}`, ref.prompt]);
+  assert.equal(r.without, null, 'a device without timestamp-query gets null');
+  assert.deepEqual([r.zero?.name, r.notNumber?.name, r.past?.name], ['RangeError', 'TypeError', 'RangeError'], JSON.stringify(r));
+  // The profile wrote the cache but left forward's logits as they were.
+  assert.deepEqual(r.again, r.first, 'the prompt\'s logits after profile() against before');
+  if (!r.has) { t.skip('SKIPPED (timing part): the adapter has no timestamp-query'); return; }
+  assert.ok(r.profile, 'a profile with timestamp-query');
+  assert.equal(r.profile.n, r.dispatches, 'one entry per dispatch of a one-token step');
+  assert.ok(r.profile.finite && r.profile.seconds > 0 && r.profile.pass > 0 && r.profile.bytes > 0, JSON.stringify(r.profile));
+  for (const k of ['embed', 'matvec', 'rmsnorm']) assert.ok(r.profile.kernels.includes(k), `${k} in ${r.profile.kernels}`);
+  assert.ok(r.batch > 0, 'the prompt as one batch profiles too');
+  console.log(`# profile: ${r.profile.n} kernels, ${(1e3 * r.profile.seconds).toFixed(2)} ms summed, the pass ${(1e3 * r.profile.pass).toFixed(2)} ms`);
 });
 
 test('a Web Worker loads a streamed Response and gets the reference logits', async () => {

@@ -8,11 +8,14 @@
 // Per engine and repeat (engines alternate order between repeats):
 //   load     createLlama(device, buffer) until it resolves, then queue.onSubmittedWorkDone(), so the
 //            queued weight uploads are counted (module import and fetch are not);
-//   prefill  one forward(prompt, 0) with its logits read back: prompt tokens / seconds;
+//   first    load + a first forward(prompt, 0) with its logits read back: the time to the first
+//            logits (webgpu-llama compiles each kernel on the first batch that runs it, so that
+//            part of its start-up lands here; an engine that compiles all in createLlama pays it
+//            in load);
+//   prefill  a second forward(prompt, 0) (the same positions again): prompt tokens / seconds;
 //   decode   M tokens one at a time, greedy (argmax), each forward awaited with its logits read
 //            back, as a sampler loop does: M / seconds, and ms per token;
-//   then dispose() (the seed has none). Pipeline compilation still pending after load lands in the
-//   first run's prefill; the median over repeats discounts it.
+//   then dispose() (the seed has none). Every repeat loads afresh.
 // Reported: median (min-max) over repeats, config.dispatchesPerToken, the speed ratios ours/seed
 // (load: seed seconds / our seconds; prefill and decode: our tokens/s / seed tokens/s) and
 // ours/base likewise, and
@@ -26,6 +29,10 @@
 //   gen=M (64), repeats=R (3), engines=ours,seed[,base]
 //   seedGen=, seedRepeats=   smaller M and R for the seed (slow models); default gen and repeats
 //   ref=NAME                 reference case under /shared/reference/ (long300 implies its case)
+//   profile=1                the device gets `timestamp-query` where the adapter has it, and ours'
+//                            first repeat ends with llama.profile(): GPU time per kernel of one
+//                            decode step (after the M tokens) and of the prompt in one batch,
+//                            summed by kernel (result.profile)
 // The result lands in window.benchResult; document.body.dataset.state becomes 'done' or 'error'.
 
 const $ = (id) => document.getElementById(id);
@@ -84,11 +91,11 @@ async function settings() {
 
 /** The page's device: the adapter's largest storage binding and buffer, or WebGPU's default
  *  limits (128 MiB per storage binding, 256 MiB per buffer) with `limits=default`. */
-async function makeDevice(defaultLimits, subgroups) {
+async function makeDevice(defaultLimits, subgroups, timestamps) {
   if (!navigator.gpu) throw new Error('WebGPU is not available (Chromium on Linux: --enable-unsafe-webgpu)');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
-  const requiredFeatures = subgroups && adapter.features.has('subgroups') ? ['subgroups'] : [];
+  const requiredFeatures = [...(subgroups ? ['subgroups'] : []), ...(timestamps ? ['timestamp-query'] : [])].filter((f) => adapter.features.has(f));
   const device = defaultLimits ? await adapter.requestDevice({ requiredFeatures }) : await adapter.requestDevice({ requiredLimits: {
     maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize }, requiredFeatures });
   device.lost.then((i) => status(`GPU device lost: ${i.message}`, true));
@@ -98,11 +105,13 @@ async function makeDevice(defaultLimits, subgroups) {
 }
 
 /** One engine, one repeat: load, prefill, M decode steps. */
-async function runOnce(createLlama, device, buffer, prompt, m) {
+async function runOnce(createLlama, device, buffer, prompt, m, profile = false) {
   const t0 = now();
   const llama = await createLlama(device, buffer);
   await device.queue.onSubmittedWorkDone();
   const load = now() - t0;
+  await llama.forward(prompt, 0);
+  const first = now() - t0;
   const t1 = now();
   const prefillLogits = await llama.forward(prompt, 0);
   const prefill = now() - t1;
@@ -111,14 +120,28 @@ async function runOnce(createLlama, device, buffer, prompt, m) {
   for (let i = 0; i < m; i++) ids.push(argmax(await llama.forward([ids[i]], prompt.length + i)));
   const decode = now() - t2;
   const config = { ...llama.config };
+  const profiled = profile && llama.profile ? { decode: bySum(await llama.profile(1, prompt.length + m)), prefill: bySum(await llama.profile(prompt.length, 0)) } : undefined;
   if (llama.dispose) llama.dispose();
-  return { load, prefill, decode, prefillTps: prompt.length / prefill, decodeTps: m / decode, msPerToken: 1000 * decode / m,
+  return { profiled, load, prefill, first, decode, prefillTps: prompt.length / prefill, decodeTps: m / decode, msPerToken: 1000 * decode / m,
            ids, prefillLogits, dispatchesPerToken: config.dispatchesPerToken, vocab: config.vocab };
+}
+
+/** llama.profile()'s dispatches summed by kernel label, largest first (null stays null). */
+function bySum(p) {
+  if (!p) return null;
+  const m = new Map();
+  for (const k of p.kernels) {
+    const e = m.get(k.label) || { label: k.label, calls: 0, seconds: 0, bytes: 0 };
+    e.calls += 1; e.seconds += k.seconds; e.bytes += k.bytes;
+    m.set(k.label, e);
+  }
+  const kernels = [...m.values()].sort((a, b) => b.seconds - a.seconds);
+  return { kernels, dispatches: p.kernels.length, sumSeconds: kernels.reduce((t, k) => t + k.seconds, 0), passSeconds: p.passSeconds };
 }
 
 function summarise(name, runs, s) {
   const pick = (k) => stats(runs.map((r) => r[k]));
-  const out = { engine: name, repeats: runs.length, gen: runs[0].ids.length - 1, load: pick('load'), prefillTps: pick('prefillTps'),
+  const out = { engine: name, repeats: runs.length, gen: runs[0].ids.length - 1, load: pick('load'), first: pick('first'), prefillTps: pick('prefillTps'),
     decodeTps: pick('decodeTps'), msPerToken: pick('msPerToken'), dispatchesPerToken: runs[0].dispatchesPerToken,
     ids: runs[0].ids, idsStable: runs.every((r) => commonPrefix(r.ids, runs[0].ids) === Math.min(r.ids.length, runs[0].ids.length)) };
   if (s.ref && s.ref.prompt.join() === s.prompt.join()) {
@@ -132,14 +155,14 @@ function summarise(name, runs, s) {
 function render(r) {
   const f = (x, d = 2) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d));
   const ms = (st, d) => `${f(st.median, d)} (${f(st.min, d)}-${f(st.max, d)})`;
-  const rows = r.engines.map((e) => `<tr><td>${e.engine}</td><td>${e.repeats}</td><td>${ms(e.load, 3)}</td><td>${ms(e.prefillTps)}</td>` +
+  const rows = r.engines.map((e) => `<tr><td>${e.engine}</td><td>${e.repeats}</td><td>${ms(e.load, 3)}</td><td>${ms(e.first, 3)}</td><td>${ms(e.prefillTps)}</td>` +
     `<td>${e.gen}</td><td>${ms(e.decodeTps)}</td><td>${f(e.msPerToken.median, 1)}</td><td>${e.dispatchesPerToken}</td>` +
     `<td>${e.refMaxAbsDiff === undefined ? '-' : e.refMaxAbsDiff.toExponential(2)}</td><td>${e.refGreedyMatch || '-'}</td></tr>`).join('');
-  const ratio = r.ratio ? `<p>ours/seed speed: load <b>${f(r.ratio.load)}x</b>, prefill <b>${f(r.ratio.prefill)}x</b>, decode <b>${f(r.ratio.decode)}x</b>; ` +
+  const ratio = r.ratio ? `<p>ours/seed speed: load <b>${f(r.ratio.load)}x</b>, first logits <b>${f(r.ratio.first)}x</b>, prefill <b>${f(r.ratio.prefill)}x</b>, decode <b>${f(r.ratio.decode)}x</b>; ` +
     `max |logits ours - seed| after the prompt ${r.agree.maxAbsDiff.toExponential(2)}; greedy ids ${r.agree.idsIdentical ? 'identical' : 'DIFFER'} (${r.agree.common} compared)</p>` : '';
-  const base = r.ratioBase ? `<p>ours/base speed: load <b>${f(r.ratioBase.load)}x</b>, prefill <b>${f(r.ratioBase.prefill)}x</b>, decode <b>${f(r.ratioBase.decode)}x</b></p>` : '';
+  const base = r.ratioBase ? `<p>ours/base speed: load <b>${f(r.ratioBase.load)}x</b>, first logits <b>${f(r.ratioBase.first)}x</b>, prefill <b>${f(r.ratioBase.prefill)}x</b>, decode <b>${f(r.ratioBase.decode)}x</b></p>` : '';
   $('tables').innerHTML = `<p>${r.model} (${(r.fileBytes / 2 ** 20).toFixed(1)} MiB), prompt ${r.promptTokens} tokens, adapter ${r.adapter}</p>` +
-    `<table><tr><th>engine</th><th>runs</th><th>load s</th><th>prefill tok/s</th><th>M</th><th>decode tok/s</th><th>ms/token</th>` +
+    `<table><tr><th>engine</th><th>runs</th><th>load s</th><th>first logits s</th><th>prefill tok/s</th><th>M</th><th>decode tok/s</th><th>ms/token</th>` +
     `<th>dispatches/token</th><th>vs reference</th><th>greedy = ref</th></tr>${rows}</table>${ratio}${base}` +
     r.engines.map((e) => `<p>${e.engine} greedy ids: <code>${e.ids.join(',')}</code></p>`).join('');
 }
@@ -147,7 +170,8 @@ function render(r) {
 async function main() {
   const s = await settings();
   const q = new URLSearchParams(location.search);
-  const { device, adapter } = await makeDevice(q.get('limits') === 'default', q.get('subgroups') !== 'off');
+  const profile = q.get('profile') === '1';
+  const { device, adapter } = await makeDevice(q.get('limits') === 'default', q.get('subgroups') !== 'off', profile);
   const mods = {};
   if (s.engines.includes('ours')) mods.ours = (await import('webgpu-llama')).createLlama;
   if (s.engines.includes('seed')) mods.seed = (await import('/seed/llama.js')).createLlama;
@@ -162,7 +186,7 @@ async function main() {
       if (e === 'seed' && rep >= s.seedRepeats) continue;
       const m = e === 'seed' ? s.seedGen : s.gen;
       status(`repeat ${rep + 1}/${s.repeats}: ${e} (prefill ${s.prompt.length}, decode ${m})...`);
-      const r = await runOnce(mods[e], device, buffer, s.prompt, m);
+      const r = await runOnce(mods[e], device, buffer, s.prompt, m, profile && e === 'ours' && rep === 0);
       runs[e].push(r);
       log(`${e} #${rep + 1}: load ${r.load.toFixed(3)} s, prefill ${r.prefill.toFixed(3)} s (${r.prefillTps.toFixed(2)} tok/s), ` +
           `decode ${m} in ${r.decode.toFixed(3)} s (${r.decodeTps.toFixed(2)} tok/s, ${r.msPerToken.toFixed(1)} ms/token)`);
@@ -170,16 +194,17 @@ async function main() {
   }
   const result = { model: s.model, fileBytes: buffer.byteLength, promptTokens: s.prompt.length, prompt: s.promptArg === 'long300' ? 'long300' : s.prompt,
     refName: s.refName || null, adapter, userAgent: navigator.userAgent, engines: s.engines.map((e) => summarise(e, runs[e], s)) };
+  if (runs.ours?.[0]?.profiled) result.profile = runs.ours[0].profiled;
   if (runs.ours?.length && runs.seed?.length) {
     const [o, d] = [result.engines.find((e) => e.engine === 'ours'), result.engines.find((e) => e.engine === 'seed')];
     const common = Math.min(o.ids.length, d.ids.length);
-    result.ratio = { load: d.load.median / o.load.median, prefill: o.prefillTps.median / d.prefillTps.median, decode: o.decodeTps.median / d.decodeTps.median };
+    result.ratio = { load: d.load.median / o.load.median, first: d.first.median / o.first.median, prefill: o.prefillTps.median / d.prefillTps.median, decode: o.decodeTps.median / d.decodeTps.median };
     result.agree = { maxAbsDiff: maxAbsDiff(runs.ours[0].prefillLogits, runs.seed[0].prefillLogits), common,
       idsIdentical: commonPrefix(o.ids, d.ids) === common };
   }
   if (runs.ours?.length && runs.base?.length) {
     const [o, b] = [result.engines.find((e) => e.engine === 'ours'), result.engines.find((e) => e.engine === 'base')];
-    result.ratioBase = { load: b.load.median / o.load.median, prefill: o.prefillTps.median / b.prefillTps.median, decode: o.decodeTps.median / b.decodeTps.median };
+    result.ratioBase = { load: b.load.median / o.load.median, first: b.first.median / o.first.median, prefill: o.prefillTps.median / b.prefillTps.median, decode: o.decodeTps.median / b.decodeTps.median };
   }
   render(result);
   status('done');

@@ -121,6 +121,15 @@ export interface TopK {
   logits: Float32Array;
 }
 
+/** Llama.profile's result: GPU seconds per kernel of one forward pass, from timestamp queries. */
+export interface Profile {
+  /** Each dispatch in program order: its kernel (pipeline key), GPU seconds in a compute pass of
+   * its own, and the bytes it moves by the profiler's estimate (weights, activations, KV cache). */
+  kernels: { label: string; seconds: number; bytes: number }[];
+  /** GPU seconds of the whole pass recorded as forward records it (median of 5). */
+  passSeconds: number;
+}
+
 /** testMatvecQ8's result: one weight matrix times x, three ways. */
 export interface MatvecQ8Result {
   /** Rows (tensor dims[1] * dims[2] ...) and columns (dims[0]). */
@@ -643,6 +652,52 @@ impl WebLlama {
         )
     }
 
+    /// GPU time of each kernel of one forward pass over `n` tokens at `startPos` (token id 1 each),
+    /// from timestamp queries around one compute pass per dispatch: resolves to `{ kernels: [{
+    /// label, seconds, bytes }], passSeconds }` (kernels in program order; `bytes` the profiler's
+    /// estimate of the memory it moves; `passSeconds` the median GPU time of 5 runs of the whole
+    /// pass as `forward` records it), or to `null` when the device was created without the
+    /// `timestamp-query` feature or `n` exceeds the batch the model was built for. The native
+    /// `webgpu-llama bench --profile` prints the same figures. It writes the KV cache at
+    /// `startPos .. startPos + n` (positions before must be filled), as `forward` would.
+    /// Browsers may coarsen timestamps (Chromium: to 100 us unless started with
+    /// `--enable-webgpu-developer-features`).
+    ///
+    /// Rejects as `forward` does: a `TypeError` when `n` or `startPos` is not a number, a
+    /// `RangeError` when `n` is not a positive integer, `startPos` is bad or the batch runs past
+    /// the context or leaves a gap in the cache.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Profile | null>")]
+    pub fn profile(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] n: JsValue,
+        #[wasm_bindgen(js_name = startPos, unchecked_param_type = "number")] start_pos: JsValue,
+    ) -> js_sys::Promise {
+        let state = match self.live() {
+            Ok(s) => s,
+            Err(rejected) => return rejected,
+        };
+        let args = (|| {
+            let msg = format!("n must be a positive integer, got {}", describe(&n));
+            let n = match position_from_js(&n) {
+                Ok(n) if n > 0 => n,
+                Err(Error::InvalidType(_)) => return Err(Error::InvalidType(msg)),
+                _ => return Err(Error::Input(msg)),
+            };
+            Ok((n, position_from_js(&start_pos)?))
+        })();
+        spawn(async move {
+            let (n, pos) = args.map_err(js_error)?;
+            let Some((kernels, pass)) = state.llama.profile(n, pos).await.map_err(js_error)? else {
+                return Ok(JsValue::NULL);
+            };
+            let list = js_sys::Array::new();
+            for (label, seconds, bytes) in kernels {
+                list.push(&object(&[("label", label.into()), ("seconds", seconds.into()), ("bytes", (bytes as f64).into())]));
+            }
+            Ok(object(&[("kernels", list.into()), ("passSeconds", pass.into())]))
+        })
+    }
+
     /// Frees every GPU buffer the model made (never the host's device). Idempotent; afterwards
     /// `forward` rejects with "use after dispose()". Forwards already issued still resolve.
     pub fn dispose(&self) {
@@ -673,6 +728,19 @@ impl WebLlama {
 }
 
 impl WebLlama {
+    /// The model's state for a call (after the panic hook is installed), or the rejected promise
+    /// to return once the device is lost or after `dispose()` (in that order).
+    fn live(&self) -> Result<Rc<State>, js_sys::Promise> {
+        install();
+        if let Some(e) = lost_error(&self.state.lost) {
+            return Err(js_sys::Promise::reject(&e));
+        }
+        if self.state.llama.is_disposed() {
+            return Err(js_sys::Promise::reject(&js_error(Error::Disposed)));
+        }
+        Ok(self.state.clone())
+    }
+
     /// `forward` and `forwardTopK`: rejects after loss or disposal and for bad tokens or
     /// positions (in that order), queues `submit`'s work synchronously inside a validation error
     /// scope (so calls issued without awaiting are served in order), then reads the readback
@@ -684,15 +752,11 @@ impl WebLlama {
         submit: impl FnOnce(&Llama, &[u32], u32) -> Result<Pending, Error>,
         finish: impl FnOnce(Vec<u8>) -> Result<JsValue, JsValue> + 'static,
     ) -> js_sys::Promise {
-        install();
-        let state = self.state.clone();
-        if let Some(e) = lost_error(&state.lost) {
-            return js_sys::Promise::reject(&e);
-        }
+        let state = match self.live() {
+            Ok(s) => s,
+            Err(rejected) => return rejected,
+        };
         let submitted = (|| {
-            if state.llama.is_disposed() {
-                return Err(Error::Disposed);
-            }
             let tokens = tokens_from_js(tokens, state.llama.config.vocab)?;
             let pos = position_from_js(start_pos)?;
             state.llama.validate(&tokens, pos)?;
