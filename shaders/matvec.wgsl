@@ -26,9 +26,12 @@ const LANES: u32 = select(1u, min(TPR, SG), SG > 0u);
 //   silu(gate_r . x) * (up_r . x) (SwiGLU), the two rows sharing each load of x.
 // Weights cb + o .. cb + o + 4 of the span starting at column cb: when a span lies within one of
 // the format's scale groups, through dq4s, so that its NG calls share the block and scale
-// decoding (the same expressions of cb; formats/common.wgsl).
+// decoding (the same expressions of cb; formats/common.wgsl); when it is whole 32-weight steps
+// (CPU adapters' spans, linear::span), through dq4a, whose calls share a block's loads the same
+// way (o is a literal).
 fn dqm(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   if (GROUP % SPAN == 0u) { return dq4s(rb, cb, o); }
+  if (SPAN % 32u == 0u) { return dq4a(rb, cb + (o & ~31u), o & 31u); }
   return dq4(rb, cb + o);
 }
 

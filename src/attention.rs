@@ -8,7 +8,11 @@
 //! one-token batches take `shaders/attention_decode.wgsl` ([`decode_kernel`]) and batches beyond
 //! [`SPLIT_MAX_TOKENS`] tokens `shaders/attention_tiled.wgsl` (prefill: 64 query rows a
 //! workgroup, a block of scores and of outputs per thread, [`tiled_geometry`]); on CPU adapters
-//! those take `shaders/attention_cpu.wgsl` (a query row per invocation, see [`cpu_geometry`]).
+//! every batch whose keys are not split (all, unless splits are forced) takes
+//! `shaders/attention_cpu.wgsl` (a query row per invocation, see [`cpu_geometry`]), one-token
+//! steps too: `attention.wgsl`'s shared key tiles and barriers cost a CPU's compiler more than
+//! the GPU's (stories260K decode after 300 tokens, tg64: lavapipe 147-152 -> 216-240 tok/s;
+//! SwiftShader in Chromium, its attention 12.7 -> 2.7 ms a token by `bench-web --profile`).
 //! All read the KV cache as f32 or, with [`KvType::F16`], as f16 pairs (`unpack2x16float`).
 
 use bytemuck::{Pod, Zeroable};
@@ -113,6 +117,16 @@ pub fn cpu_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
         1.. if 16 % subgroup == 0 => Geometry::CpuAttention { head_dim, lanes: 16, rows: 4, keys: subgroup, subgroup, kv_f16 },
         _ => Geometry::CpuAttention { head_dim, lanes: 16, rows: 4, keys: 4, subgroup: 0, kv_f16 },
     }
+}
+
+/// The CPU attention kernel's geometry for one-token steps, whose rows are the GQA group's few
+/// query heads: a lane per row (a subgroup's lanes, or 4), so that no lane computes the 8 rows
+/// of [`cpu_geometry`]'s mirrored idle rows. Decode on SwiftShader in Chromium (`bench-web
+/// --profile`), the attention's GPU ms a token with 8 x 8 / this: stories260K (2 query heads a
+/// KV head) after 300 tokens 2.74 / 0.64, SmolLM2-135M (3) after 5 tokens 10.7 / 2.4.
+pub fn cpu_one_token_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
+    let lanes = if subgroup > 0 { subgroup } else { 4 };
+    Geometry::CpuAttention { head_dim, lanes, rows: 1, keys: lanes, subgroup, kv_f16: kv == KvType::F16 }
 }
 
 fn rows_per_workgroup(g: &Geometry) -> u32 {
@@ -324,11 +338,16 @@ impl Builder<'_> {
             self.variant(PipelineKey { kernel: Kernel::Attention, format: None, geometry: decode }, &bufs),
             self.variant(PipelineKey { kernel: Kernel::Attention, format: None, geometry: prefill }, &bufs),
         ];
+        // On CPU adapters: variant 2, and for one-token steps variant 3 (one query row a lane).
         let cpu = (self.gpu.is_cpu() && self.gpu.tuning().cpu_attention && cfg.head_dim % 4 == 0).then(|| {
-            let geometry = cpu_geometry(cfg.head_dim, self.gpu.tuning().cpu_subgroup, cfg.kv);
-            variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionCpu, format: None, geometry }, &bufs[..6]));
-            match geometry {
-                Geometry::CpuAttention { lanes, rows, .. } => lanes * rows,
+            let sg = self.gpu.tuning().cpu_subgroup;
+            let geometry = cpu_geometry(cfg.head_dim, sg, cfg.kv);
+            let one = cpu_one_token_geometry(cfg.head_dim, sg, cfg.kv);
+            for geometry in [geometry, one] {
+                variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionCpu, format: None, geometry }, &bufs[..6]));
+            }
+            match (geometry, one) {
+                (Geometry::CpuAttention { lanes, rows, .. }, Geometry::CpuAttention { lanes: one_lanes, .. }) => (lanes * rows, one_lanes),
                 _ => unreachable!(),
             }
         });
@@ -395,7 +414,8 @@ impl Builder<'_> {
                     let wide = wide && chunk_keys(forced, b.pos0 + 1, b.splits) == 128;
                     (i + wide as usize, [parts, n_kv, b.splits])
                 }
-                (Some(per_wg), _, _) if b.n_tokens > SPLIT_MAX_TOKENS => (2, [rows.div_ceil(per_wg), n_kv, 1]),
+                (Some((_, lanes)), _, _) if b.n_tokens == 1 && b.splits == 1 => (3, [rows.div_ceil(lanes), n_kv, 1]),
+                (Some((per_wg, _)), _, _) if b.n_tokens > SPLIT_MAX_TOKENS || b.splits == 1 => (2, [rows.div_ceil(per_wg), n_kv, 1]),
                 (_, _, Some(i)) if b.n_tokens > SPLIT_MAX_TOKENS => (i, [rows.div_ceil(64), n_kv, 1]),
                 _ if rows <= bq_decode => (0, [rows.div_ceil(bq_decode), n_kv, b.splits]),
                 _ => (1, [rows.div_ceil(bq_prefill), n_kv, b.splits]),

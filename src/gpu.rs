@@ -64,8 +64,9 @@ pub struct Tuning {
     /// GLU); `None`: on GPUs, not on CPU adapters (see [`Tuning::fused`]).
     pub fuse: Option<bool>,
     /// Batches of at most this many tokens use the matrix-vector kernel (each weight read once,
-    /// multiplied into every token); larger ones the tiled matrix-matrix kernel.
-    pub matvec_max_tokens: u32,
+    /// multiplied into every token); larger ones the tiled matrix-matrix kernel. `None`: 8 on
+    /// GPUs, 1 on CPU adapters (see [`crate::linear::matvec_max_tokens`]).
+    pub matvec_max_tokens: Option<u32>,
     /// The matrix-matrix tile.
     pub tile: Tile,
     /// Workgroups below which a linear op uses the small tile (the portable one, or the
@@ -224,7 +225,7 @@ impl Gpu {
                 decode_attention: None,
                 tiled_attention: true,
                 attn_heads: None,
-                matvec_max_tokens: 8,
+                matvec_max_tokens: None,
                 tile: Tile::PORTABLE,
                 min_large_tiles: None,
                 splits: None,
@@ -356,6 +357,13 @@ impl Gpu {
     /// from the adapter's type natively, from its name otherwise), see [`Tuning::cpu`].
     pub fn is_cpu(&self) -> bool {
         self.tuning.cpu
+    }
+
+    /// Whether the adapter is SwiftShader (by its name): Chromium's WebGPU on machines without a
+    /// GPU. Its JIT (Subzero, 4 lanes) favours other kernel shapes than lavapipe's (LLVM), see
+    /// [`crate::linear::rows_per_thread`].
+    pub fn is_swiftshader(&self) -> bool {
+        self.adapter_info.to_lowercase().contains("swiftshader")
     }
 
     /// Creates a native device (Vulkan, Metal or DX12; `WGPU_BACKEND` overrides) with the

@@ -788,7 +788,8 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::Fixed => {}
         Geometry::Rows { tpr, tokens, rpt, span, un, glu, sg, qout, .. } => {
             let ng = span / 4;
-            let wg = matvec_workgroup(tpr, rpt, qout);
+            // (The expert kernels' workgroups are 64 threads, whatever the rows take.)
+            let wg = if key.kernel == Kernel::Matvec { matvec_workgroup(tpr, rpt, qout) } else { tpr.max(64) };
             let c = consts(key);
             let norm = c.iter().find(|(n, _)| *n == "NORM").map_or(0, |c| c.1);
             s += &format!(
@@ -868,10 +869,14 @@ pub fn compose(key: &PipelineKey) -> String {
     s + &unroll(key.kernel.source(), &consts(key))
 }
 
-/// Threads per workgroup of the matrix-vector kernel: `max(64, tpr)`, or with [`QuantOut`]
-/// the threads of 16 rows.
+/// Threads per workgroup of the matrix-vector kernel (`shaders/matvec.wgsl`; the expert kernels
+/// take `max(64, tpr)`): `max(64, tpr)`; 16 with a whole row per
+/// thread (CPU adapters' form, [`crate::linear::threads_per_row`]), where a workgroup is one CPU
+/// thread's task: 16 x 8 rows keep more cores busy on narrow matrices than 64 x 8 (a
+/// 576-row projection made 2 tasks of 512 and 64 rows); with [`QuantOut`] the threads of 16 rows.
 pub fn matvec_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
     match qout {
+        QuantOut::Off if tpr == 1 => 16,
         QuantOut::Off => tpr.max(64),
         _ => QUANT_OUT_ROWS / rpt * tpr,
     }
@@ -1021,7 +1026,7 @@ fn expand(lines: &[&str], vars: &[(String, u32)], consts: &[(&str, u32)], out: &
     }
 }
 
-/// Compute pipelines, each compiled once on first use (at load) and then shared.
+/// Compute pipelines, each compiled once, on the first batch that runs it ([`crate::program::Variant`]), then shared.
 #[derive(Default)]
 pub struct Kernels {
     pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,

@@ -110,8 +110,12 @@ fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
 }
 
 /// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
-/// `shaders/matvec.wgsl`): on a GPU 16 for Q4_K, Q5_K and Q6_K, 8 for the others; 4 on CPU
-/// adapters (a whole row per invocation: spans change nothing there).
+/// `shaders/matvec.wgsl`): on a GPU 16 for Q4_K, Q5_K and Q6_K, 8 for the others; 32 on CPU
+/// adapters (a whole row per invocation), whose compilers then share a block's header and
+/// words across the span's unrolled decoding: SmolLM2-135M shape decode on lavapipe, spans of
+/// 4 / 32 (`bench --prompt 16 --gen 16 --span S`), Q4_0 6.8 / 11.0 tok/s, Q5_1 6.7 / 10.8,
+/// Q4_1 (the real file) 7.7-7.9 / 9.3-9.5, F16 6.2 / 6.9, Q8_0 6.0 / 6.0; SwiftShader in
+/// Chromium, the real Q4_1 file's matvecs 513 -> 327 ms a token (`bench-web --profile`).
 /// [`crate::gpu::Tuning::span`] overrides. Longer spans spread a load instruction's addresses;
 /// within one of the format's scale groups they share the scale decoding (`dq4s`, which pays
 /// for the K-quants' 6-bit scales). Measured on an H200 (Llama-3.2-1B shape, tok/s, top-1
@@ -121,7 +125,7 @@ fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
 pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
     match gpu.tuning().span {
         Some(s) => s,
-        None if gpu.is_cpu() => 4,
+        None if gpu.is_cpu() => 32,
         None if matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K) => 16,
         None => 8,
     }
@@ -207,8 +211,20 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// keep twice the loads in flight): 1B F16, 2 / 4 rows, all logits, 821.5 / 838.2 and 816.2 /
 /// 833.7 tok/s (BENCHMARKS.md v24), where the quantised formats lose with 4 (8B Q4_K_M 296.1
 /// / 252.9, 1B Q4_K_M 971.0 / 809.1).
+///
+/// SwiftShader ([`Gpu::is_swiftshader`], Chromium without a GPU) takes 8: SmolLM2-135M Q4_1
+/// decode in headless Chromium here, GPU ms a token by `bench-web --profile` with 1 / 4 / 8
+/// rows, 966 / 685 / 590 (its matvecs 975 / 681 / 559), where lavapipe is level (7.3-7.7 tok/s
+/// with 4, 7.2-7.3 with 8).
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
-    gpu.tuning().rpt.unwrap_or(if gpu.is_cpu() || ty == GgmlType::F16 { 4 } else { 2 })
+    let cpu = if gpu.is_swiftshader() { 8 } else { 4 };
+    gpu.tuning().rpt.unwrap_or(if gpu.is_cpu() {
+        cpu
+    } else if ty == GgmlType::F16 {
+        4
+    } else {
+        2
+    })
 }
 
 /// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
@@ -244,7 +260,17 @@ const QUANT_OUT_THREADS: u32 = 512;
 /// The most tokens a batch may have to run the linear ops' matrix-vector forms (see
 /// [`Builder::linear`]), and so the fusions of [`Fuse`].
 pub fn matvec_tokens(gpu: &Gpu) -> u32 {
-    gpu.tuning().matvec_max_tokens.min(MATVEC_TOKENS)
+    matvec_max_tokens(gpu).min(MATVEC_TOKENS)
+}
+
+/// Batches of at most this many tokens take the linear ops' matrix-vector forms, larger ones the
+/// matrix-matrix kernel: 8 on GPUs, 1 on CPU adapters ([`crate::gpu::Tuning::matvec_max_tokens`]
+/// overrides). On a CPU the multi-token matvec's accumulators for 8 tokens cost more than the
+/// CPU matmul's tiles: SmolLM2-135M Q4_1, a 5-token prompt, 8 / 1: lavapipe 4.8-6.5 / 29.0-29.2
+/// tok/s (2 tokens: 2.5 / 16.1), SwiftShader in Chromium 1.03 / 4.80 tok/s (its 120 matvecs
+/// 4659 ms against the CPU matmul's 846).
+pub fn matvec_max_tokens(gpu: &Gpu) -> u32 {
+    gpu.tuning().matvec_max_tokens.unwrap_or(if gpu.is_cpu() { 1 } else { 8 })
 }
 
 /// Work a linear op's matrix-vector forms take over from the ops around it when
@@ -319,7 +345,7 @@ pub fn expert_threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> 
 
 impl Builder<'_> {
     /// `Y (+)= W X` over every token of a batch, one op per part of `W`: the matrix-vector
-    /// kernel for batches of up to [`crate::gpu::Tuning::matvec_max_tokens`] tokens, the tiled
+    /// kernel for batches of up to [`matvec_max_tokens`] tokens, the tiled
     /// matrix-matrix kernel beyond (on CPU adapters its CPU form, [`crate::gpu::Tuning::cpu_tile`];
     /// on devices with cooperative matrices the matrix-unit form, [`crate::gpu::Tuning::coop`]).
     pub fn linear(&mut self, w: &Matrix, io: Io<'_>) {
@@ -329,7 +355,7 @@ impl Builder<'_> {
     /// Whether one-token batches of a linear op on `w` take the integer matrix-vector form
     /// ([`int_dot`]), reading [`Builder::quantized`] activations.
     pub fn int_form(&self, w: &Matrix) -> bool {
-        self.gpu.tuning().matvec_max_tokens >= 1 && int_dot(self.gpu, w.ty, w.cols)
+        matvec_max_tokens(self.gpu) >= 1 && int_dot(self.gpu, w.ty, w.cols)
     }
 
     /// [`Builder::linear`] with the decode fusions `fuse` where [`crate::gpu::Tuning::fused`]
@@ -341,7 +367,7 @@ impl Builder<'_> {
     /// [`Builder::linear_fused`]; `head`: the output head's, whose matrix-matrix forms run only
     /// for batches that want every token's logits.
     fn linear_op(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>, head: bool) -> Fused {
-        let mv_max = self.gpu.tuning().matvec_max_tokens;
+        let mv_max = matvec_max_tokens(self.gpu);
         let coop = self.gpu.tuning().coop;
         let min_large = self.gpu.tuning().min_large();
         let sg = self.gpu.tuning().cpu_subgroup;

@@ -15,7 +15,7 @@ use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
 use webgpu_llama::kernels::{CoopTile, CpuTile, Tile};
-use webgpu_llama::linear::threads_per_row;
+use webgpu_llama::linear::{matvec_max_tokens, threads_per_row};
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
 use webgpu_llama::{oneshot, Gguf, Gpu, Llama, LoadOptions};
@@ -138,7 +138,7 @@ fn check_linear(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, n: u32, lead: usi
         "binding {}, {} threads per row, matvec up to {} tokens, tile {tile}",
         gpu.max_binding(),
         threads_per_row(gpu, ty, rows, cols),
-        t.matvec_max_tokens
+        matvec_max_tokens(gpu)
     );
     let want: Vec<(f64, f64)> = x.chunks(cols as usize).flat_map(|xi| reference(ty, &w, rows, cols, xi)).collect();
     assert_rows(&format!("{ty} linear {rows}x{cols}, {n} tokens, at +{lead} ({shape})"), &got, &want);
@@ -270,17 +270,17 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
             // 16-byte pieces (formats that have them) on half the calls.
             t.wide = Some(i % 4 < 2);
         }
-        3 => (t.matvec_max_tokens, t.tile, t.cpu_tile, t.coop) = (0, Tile::PORTABLE, None, false),
-        4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (0, Tile::LARGE, Some(0), None, false),
-        5 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
+        3 => (t.matvec_max_tokens, t.tile, t.cpu_tile, t.coop) = (Some(0), Tile::PORTABLE, None, false),
+        4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (Some(0), Tile::LARGE, Some(0), None, false),
+        5 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
         // The matrix-unit matmul: 6 with the quantised formats' weights as runs of 4, 7 (the 64
         // x 64 tile) as 16-byte pieces where the format and width have them (the default).
-        6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (0, true, Some(0), false),
-        7 => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (0, true, CoopTile::SMALL, true),
+        6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (Some(0), true, Some(0), false),
+        7 => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (Some(0), true, CoopTile::SMALL, true),
         // 8: subgroups of 4 x 2 and (odd calls) 4 x 4 fragments, every op on the large tile.
         _ => {
             let tile = CoopTile { bm: 128, bn: 128, sm: 64, sn: [32, 64][(i / 4) % 2], ..CoopTile::DEFAULT };
-            (t.matvec_max_tokens, t.coop, t.coop_tile, t.min_large_tiles, t.coop_quant_pieces) = (0, true, tile, Some(0), true)
+            (t.matvec_max_tokens, t.coop, t.coop_tile, t.min_large_tiles, t.coop_quant_pieces) = (Some(0), true, tile, Some(0), true)
         }
     }
     if let Some(c) = cap {

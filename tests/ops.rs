@@ -608,12 +608,12 @@ fn linear_gpu_policy_and_matmul_only() {
             // Every batch through the matrix-matrix kernel: the device's (on CPU adapters
             // matmul_cpu, with subgroups where it has them), an odd CPU tile without subgroups,
             // the GPU kernel.
-            1 => t.matvec_max_tokens = 0,
-            2 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (0, Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
-            3 => (t.matvec_max_tokens, t.cpu_tile) = (0, Some(CpuTile { lanes: 16, rows: 2, tokens: 3, subgroup: 0 })),
+            1 => t.matvec_max_tokens = Some(0),
+            2 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
+            3 => (t.matvec_max_tokens, t.cpu_tile) = (Some(0), Some(CpuTile { lanes: 16, rows: 2, tokens: 3, subgroup: 0 })),
             // (The f32 tiled kernel, also where the matrix-unit one is the default; variant 1 takes
             // the device's default.)
-            _ => (t.matvec_max_tokens, t.cpu_tile, t.coop) = (0, None, false),
+            _ => (t.matvec_max_tokens, t.cpu_tile, t.coop) = (Some(0), None, false),
         }
         for &n in &TOKENS {
             let x = rng.vec((n * cols) as usize);

@@ -77,9 +77,9 @@ fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
         1 | 3 => (t.cpu, t.splits) = (false, Some(4)),
         5 => t.cpu = false,
         // The default tile even where it makes few workgroups (the 64 x 64 fallback: formats.rs).
-        4 => (t.coop, t.matvec_max_tokens, t.min_large_tiles) = (true, 0, Some(0)),
+        4 => (t.coop, t.matvec_max_tokens, t.min_large_tiles) = (true, Some(0), Some(0)),
         // The f32 tiled kernel, also where the matrix-unit one is the default.
-        _ => (t.matvec_max_tokens, t.coop) = (0, false),
+        _ => (t.matvec_max_tokens, t.coop) = (Some(0), false),
     }
     let g = webgpu_llama::Gguf::parse(bytes.as_slice()).unwrap();
     let batch = [None, Some(7), Some(5), Some(1), None, Some(1)][variant as usize];

@@ -266,7 +266,7 @@ mod cli {
                 t.tile = tile.parse()?;
             }
             if let Some(m) = self.matvec_max_tokens {
-                t.matvec_max_tokens = m;
+                t.matvec_max_tokens = Some(m);
             }
             if let Some(m) = self.min_large_tiles {
                 t.min_large_tiles = Some(m);
