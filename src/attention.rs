@@ -122,11 +122,14 @@ pub fn cpu_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
 /// The CPU attention kernel's geometry for one-token steps, whose rows are the GQA group's few
 /// query heads: a lane per row (a subgroup's lanes, or 4), so that no lane computes the 8 rows
 /// of [`cpu_geometry`]'s mirrored idle rows. Decode on SwiftShader in Chromium (`bench-web
-/// --profile`), the attention's GPU ms a token with 8 x 8 / this: stories260K (2 query heads a
-/// KV head) after 300 tokens 2.74 / 0.64, SmolLM2-135M (3) after 5 tokens 10.7 / 2.4.
+/// --profile`), the attention's GPU ms a step with 8 x 8 / this: stories260K (2 query heads a
+/// KV head) at positions 316 / 364, 2.74 / 0.64; SmolLM2-135M (3) at positions 3 / 9, 10.7 /
+/// 2.4 (BENCHMARKS.md v26).
+/// Subgroups of 4 to 16 lanes (as [`cpu_geometry`] takes them); other sizes run 4 lanes without.
 pub fn cpu_one_token_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
-    let lanes = if subgroup > 0 { subgroup } else { 4 };
-    Geometry::CpuAttention { head_dim, lanes, rows: 1, keys: lanes, subgroup, kv_f16: kv == KvType::F16 }
+    let sg = if (4..=16).contains(&subgroup) && 16 % subgroup == 0 { subgroup } else { 0 };
+    let lanes = if sg > 0 { sg } else { 4 };
+    Geometry::CpuAttention { head_dim, lanes, rows: 1, keys: lanes, subgroup: sg, kv_f16: kv == KvType::F16 }
 }
 
 fn rows_per_workgroup(g: &Geometry) -> u32 {

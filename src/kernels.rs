@@ -872,8 +872,10 @@ pub fn compose(key: &PipelineKey) -> String {
 /// Threads per workgroup of the matrix-vector kernel (`shaders/matvec.wgsl`; the expert kernels
 /// take `max(64, tpr)`): `max(64, tpr)`; 16 with a whole row per
 /// thread (CPU adapters' form, [`crate::linear::threads_per_row`]), where a workgroup is one CPU
-/// thread's task: 16 x 8 rows keep more cores busy on narrow matrices than 64 x 8 (a
-/// 576-row projection made 2 tasks of 512 and 64 rows); with [`QuantOut`] the threads of 16 rows.
+/// thread's task: 16 threads keep more cores busy on narrow matrices (with 64 threads of 8 rows,
+/// SwiftShader's, a 576-row projection made 2 tasks of 512 and 64 rows; of 4 rows, lavapipe's, 3
+/// of 256, 256 and 64). lavapipe, SmolLM2-135M decode, 64 / 16 threads: 8.9-9.1 / 9.5-9.7 tok/s
+/// (BENCHMARKS.md v26). With [`QuantOut`] the threads of 16 rows.
 pub fn matvec_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
     match qout {
         QuantOut::Off if tpr == 1 => 16,

@@ -60,7 +60,8 @@ pub struct Io<'a> {
 }
 
 /// Threads per row (TPR) of the matrix-vector kernel for rows of `cols` weights of format `ty`
-/// (`rows`: see [`expert_threads_per_row`]); a workgroup then holds 64 / TPR rows.
+/// (`rows`: see [`expert_threads_per_row`]); a workgroup then holds
+/// [`crate::kernels::matvec_workgroup`] / TPR row groups.
 ///
 /// * On a GPU, 128 (fewer when the row has fewer than 128 spans, [`span`], or 16-byte pieces,
 ///   [`wide`]; the workgroup is then
@@ -228,7 +229,7 @@ pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
 }
 
 /// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
-/// rows per thread (a workgroup is `max(64, tpr)` threads, or with [`QuantOut`] 16 rows).
+/// rows per thread (a workgroup is [`matvec_workgroup`] threads).
 fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
     matvec_workgroup(tpr, rpt, qout) / tpr * rpt
 }
@@ -264,13 +265,14 @@ pub fn matvec_tokens(gpu: &Gpu) -> u32 {
 }
 
 /// Batches of at most this many tokens take the linear ops' matrix-vector forms, larger ones the
-/// matrix-matrix kernel: 8 on GPUs, 1 on CPU adapters ([`crate::gpu::Tuning::matvec_max_tokens`]
+/// matrix-matrix kernel: 8 on GPUs, 1 on CPU adapters with the CPU matmul in force ([`crate::gpu::Tuning::matvec_max_tokens`]
 /// overrides). On a CPU the multi-token matvec's accumulators for 8 tokens cost more than the
 /// CPU matmul's tiles: SmolLM2-135M Q4_1, a 5-token prompt, 8 / 1: lavapipe 4.8-6.5 / 29.0-29.2
 /// tok/s (2 tokens: 2.5 / 16.1), SwiftShader in Chromium 1.03 / 4.80 tok/s (its 120 matvecs
 /// 4659 ms against the CPU matmul's 846).
 pub fn matvec_max_tokens(gpu: &Gpu) -> u32 {
-    gpu.tuning().matvec_max_tokens.unwrap_or(if gpu.is_cpu() { 1 } else { 8 })
+    let t = gpu.tuning();
+    t.matvec_max_tokens.unwrap_or(if t.cpu && t.cpu_tile.is_some() { 1 } else { 8 })
 }
 
 /// Work a linear op's matrix-vector forms take over from the ops around it when

@@ -107,7 +107,10 @@ fn widest_row(cfg: &Config) -> u64 {
 
 impl Llama {
     /// Parses nothing itself: takes a parsed GGUF and its bytes, validates the config, uploads the
-    /// weights, allocates the KV cache and activations, and records the forward program.
+    /// weights, allocates the KV cache and activations, and records the forward program. Its
+    /// kernels compile later, each on the first batch that runs it ([`crate::program::Variant`]),
+    /// so a kernel the device rejects fails that `forward` (and every later one that runs it)
+    /// with [`Error::Gpu`], not the load.
     ///
     /// Errors: any [`Config::from_gguf`] error, [`Error::TooLarge`] when a row, an expert stack or
     /// the KV cache exceeds one storage binding, [`Error::Gpu`] when the device rejects an
@@ -558,6 +561,20 @@ impl Llama {
         queries.destroy();
         runs.sort_by(f64::total_cmp);
         Ok(Some((list, runs[2])))
+    }
+
+    /// Compiles now the kernels that a batch of `n` tokens at `pos0` runs (and the setup
+    /// program's), as its first run would ([`crate::program::Variant`]), so that a caller can
+    /// catch their errors in an error scope of its own (the browser's `profile`).
+    ///
+    /// Errors: as [`Llama::validate`] for `n` tokens.
+    pub fn compile(&self, n: u32, pos0: u32) -> Result<()> {
+        self.validate_span(n as u64, pos0)?;
+        if let Some(setup) = self.setup.borrow().as_ref() {
+            setup.dispatches(&self.plan(1, 0, false)).iter().for_each(|d| _ = d.variant.pipeline());
+        }
+        self.program.dispatches(&self.plan(n.min(self.batch), pos0, false)).iter().for_each(|d| _ = d.variant.pipeline());
+        Ok(())
     }
 
     /// Submits the setup program (the weights' regrouping) the first time it is called.

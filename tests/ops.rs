@@ -390,7 +390,7 @@ fn attention_reference(cfg: &Config, qkv: &[f32], pos0: u32, kc: &[f32], vc: &[f
 }
 
 /// Attention for T tokens at several cache depths, without and (T <= 8) with key splits, with
-/// the device's kernel choice (on CPU adapters `attention_cpu` beyond 8 tokens, with subgroups
+/// the device's kernel choice (on CPU adapters `attention_cpu` unless keys are split, with subgroups
 /// where the device has them), the CPU kernel without subgroups, and the GPU kernels.
 #[test]
 fn attention() {

@@ -122,7 +122,7 @@ window.errorCase = async (modelUrl) => {
   try { await again.forward([1], 0); } catch (e) { out.lost = seen(e); }
   return out;
 };
-// llama.profile() on a device with `timestamp-query` (where the adapter has it) and on one
+// llama.profile() on a device with 'timestamp-query' (where the adapter has it) and on one
 // without, and its typed errors.
 window.profileCase = async (modelUrl, prompt) => {
   const buf = await (await fetch(modelUrl)).arrayBuffer();

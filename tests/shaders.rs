@@ -94,6 +94,9 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                         // The shipped ones with subgroups of 8 (8 x 8 and, past 64 dims, 16 x 4).
                         webgpu_llama::attention::cpu_geometry(64, 8, if kv_f16 { KvType::F16 } else { KvType::F32 }),
                         webgpu_llama::attention::cpu_geometry(128, 8, if kv_f16 { KvType::F16 } else { KvType::F32 }),
+                        // The one-token ones: SwiftShader's subgroups of 4, and none.
+                        webgpu_llama::attention::cpu_one_token_geometry(64, 4, if kv_f16 { KvType::F16 } else { KvType::F32 }),
+                        webgpu_llama::attention::cpu_one_token_geometry(128, 0, if kv_f16 { KvType::F16 } else { KvType::F32 }),
                     ]
                 })
                 .collect(),
@@ -181,6 +184,16 @@ fn coop_tiles_parse_with_and_without_a_subgroup_block() {
 fn cpu_attention_subgroups_tile_the_workgroup() {
     for sg in [0, 1, 2, 4, 8, 16, 32, 64] {
         for head_dim in [20, 64, 128, 260] {
+            // The one-token form: a lane per row, a subgroup's lanes or 4 without.
+            match webgpu_llama::attention::cpu_one_token_geometry(head_dim, sg, KvType::F32) {
+                Geometry::CpuAttention { lanes, rows: 1, keys, subgroup, .. } if subgroup > 0 => {
+                    assert_eq!((subgroup, keys, lanes), (sg, sg, sg), "one-token hd {head_dim} sg {sg}")
+                }
+                Geometry::CpuAttention { lanes: 4, rows: 1, keys: 4, subgroup: 0, .. } => {
+                    assert!(!(4..=16).contains(&sg) || 16 % sg != 0, "one-token hd {head_dim}: subgroups of {sg} unused")
+                }
+                g => panic!("one-token: {g:?}"),
+            }
             match webgpu_llama::attention::cpu_geometry(head_dim, sg, KvType::F32) {
                 Geometry::CpuAttention { lanes, keys, subgroup, .. } if subgroup > 0 => {
                     assert_eq!((subgroup, keys), (sg, sg), "hd {head_dim} sg {sg}");

@@ -415,7 +415,9 @@ pub struct WebLlama {
 /// device is lost, and an `Error` naming the problem otherwise: not a GGUF, truncated, "WebGPU
 /// path: llama GGUFs only", unsupported tensor type, "WebGPU path: at most 256 experts, top-16",
 /// a tensor larger than the device's `maxStorageBufferBindingSize` (naming the tensor, its size,
-/// the limit and the limit to request), GPU validation or out-of-memory errors.
+/// the limit and the limit to request), GPU validation or out-of-memory errors. Kernels compile on
+/// the first `forward` that runs each: a kernel the device rejects fails that call (and every
+/// later one that runs it) with an `Error`, not the load.
 #[wasm_bindgen(js_name = createLlama, unchecked_return_type = "Promise<Llama>")]
 pub fn create_llama(
     #[wasm_bindgen(unchecked_param_type = "GPUDevice")] device: JsValue,
@@ -683,11 +685,24 @@ impl WebLlama {
                 Err(Error::InvalidType(_)) => return Err(Error::InvalidType(msg)),
                 _ => return Err(Error::Input(msg)),
             };
-            Ok((n, position_from_js(&start_pos)?))
+            let pos = position_from_js(&start_pos)?;
+            // The batch's kernels compile here, inside a scope of ours (never the host's
+            // uncaptured-error handler), as forward's do inside its own.
+            let scope = state.llama.gpu().device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let compiled = state.llama.compile(n, pos);
+            let popped = scope.pop();
+            compiled.map(|_| (n, pos, popped))
         })();
         spawn(async move {
-            let (n, pos) = args.map_err(js_error)?;
-            let Some((kernels, pass)) = state.llama.profile(n, pos).await.map_err(js_error)? else {
+            let (n, pos, popped) = args.map_err(js_error)?;
+            if let Some(e) = popped.await {
+                return Err(or_lost(&state.lost, js_error(gpu_error(e))).await);
+            }
+            let profiled = match state.llama.profile(n, pos).await {
+                Ok(p) => p,
+                Err(e) => return Err(or_lost(&state.lost, js_error(e)).await),
+            };
+            let Some((kernels, pass)) = profiled else {
                 return Ok(JsValue::NULL);
             };
             let list = js_sys::Array::new();
