@@ -4,8 +4,8 @@
 // Chromium (WebGPU; SwiftShader on a machine without a GPU) once per case, and prints, for
 // webgpu-llama ("ours") and the seed prototype side by side on one page and one GPUDevice: load s,
 // first logits s (load + a first prefill: ours compiles each kernel on first use), prefill tok/s
-// (a second prefill of the same prompt), decode tok/s and ms/token (median (min-max) over repeats), dispatches per token,
-// the speed ratios ours/seed, and whether the two agree (logits after the prompt, greedy ids, and
+// (a second prefill of the same prompt), decode tok/s and ms/token (median (min-max) over
+// repeats), dispatches per token, the speed ratios ours/seed, and whether the two agree (logits after the prompt, greedy ids, and
 // each against ../shared/reference). What the page measures and how: the header of www/bench.js.
 //
 //   node scripts/bench-web.mjs                 both cases below

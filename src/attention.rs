@@ -135,6 +135,7 @@ pub fn cpu_one_token_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geome
 fn rows_per_workgroup(g: &Geometry) -> u32 {
     match g {
         Geometry::Attention { tpq, .. } => 64 / tpq,
+        Geometry::CpuAttention { lanes, rows, .. } => lanes * rows,
         _ => unreachable!("attention geometry"),
     }
 }
@@ -349,10 +350,7 @@ impl Builder<'_> {
             for geometry in [geometry, one] {
                 variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionCpu, format: None, geometry }, &bufs[..6]));
             }
-            match (geometry, one) {
-                (Geometry::CpuAttention { lanes, rows, .. }, Geometry::CpuAttention { lanes: one_lanes, .. }) => (lanes * rows, one_lanes),
-                _ => unreachable!(),
-            }
+            (rows_per_workgroup(&geometry), rows_per_workgroup(&one))
         });
         // Batches beyond the key splits' on GPUs: the tiled kernel.
         // (Its vec4 reads of q need whole vec4 rows.)
@@ -417,7 +415,7 @@ impl Builder<'_> {
                     let wide = wide && chunk_keys(forced, b.pos0 + 1, b.splits) == 128;
                     (i + wide as usize, [parts, n_kv, b.splits])
                 }
-                (Some((_, lanes)), _, _) if b.n_tokens == 1 && b.splits == 1 => (3, [rows.div_ceil(lanes), n_kv, 1]),
+                (Some((_, per_wg_one)), _, _) if b.n_tokens == 1 && b.splits == 1 => (3, [rows.div_ceil(per_wg_one), n_kv, 1]),
                 (Some((per_wg, _)), _, _) if b.n_tokens > SPLIT_MAX_TOKENS || b.splits == 1 => (2, [rows.div_ceil(per_wg), n_kv, 1]),
                 (_, _, Some(i)) if b.n_tokens > SPLIT_MAX_TOKENS => (i, [rows.div_ceil(64), n_kv, 1]),
                 _ if rows <= bq_decode => (0, [rows.div_ceil(bq_decode), n_kv, b.splits]),

@@ -65,7 +65,7 @@ pub struct Tuning {
     pub fuse: Option<bool>,
     /// Batches of at most this many tokens use the matrix-vector kernel (each weight read once,
     /// multiplied into every token); larger ones the tiled matrix-matrix kernel. `None`: 8 on
-    /// GPUs, 1 on CPU adapters (see [`crate::linear::matvec_max_tokens`]).
+    /// GPUs, 1 on CPU adapters with the CPU matmul (see [`crate::linear::matvec_max_tokens`]).
     pub matvec_max_tokens: Option<u32>,
     /// The matrix-matrix tile.
     pub tile: Tile,
@@ -180,6 +180,7 @@ pub struct Gpu {
     subgroup: Option<u32>,
     wgsl_subgroups: bool,
     cpu_adapter: bool,
+    swiftshader: bool,
     tuning: Tuning,
 }
 
@@ -207,6 +208,7 @@ impl Gpu {
             subgroup: None,
             wgsl_subgroups: false,
             cpu_adapter: cpu,
+            swiftshader: name.contains("swiftshader"),
             tuning: Tuning {
                 cpu,
                 tpr: None,
@@ -363,7 +365,7 @@ impl Gpu {
     /// GPU. Its JIT (Subzero, 4 lanes) favours other kernel shapes than lavapipe's (LLVM), see
     /// [`crate::linear::rows_per_thread`].
     pub fn is_swiftshader(&self) -> bool {
-        self.adapter_info.to_lowercase().contains("swiftshader")
+        self.swiftshader
     }
 
     /// Creates a native device (Vulkan, Metal or DX12; `WGPU_BACKEND` overrides) with the

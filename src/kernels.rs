@@ -1028,7 +1028,8 @@ fn expand(lines: &[&str], vars: &[(String, u32)], consts: &[(&str, u32)], out: &
     }
 }
 
-/// Compute pipelines, each compiled once, on the first batch that runs it ([`crate::program::Variant`]), then shared.
+/// Compute pipelines, each compiled once, on the first batch that runs it
+/// ([`crate::program::Variant`]), then shared.
 #[derive(Default)]
 pub struct Kernels {
     pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,

@@ -218,14 +218,13 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// rows, 966 / 685 / 590 (its matvecs 975 / 681 / 559), where lavapipe is level (7.3-7.7 tok/s
 /// with 4, 7.2-7.3 with 8).
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
-    let cpu = if gpu.is_swiftshader() { 8 } else { 4 };
-    gpu.tuning().rpt.unwrap_or(if gpu.is_cpu() {
-        cpu
-    } else if ty == GgmlType::F16 {
-        4
-    } else {
-        2
-    })
+    let default = match (gpu.is_cpu(), gpu.is_swiftshader()) {
+        (true, true) => 8,
+        (true, false) => 4,
+        _ if ty == GgmlType::F16 => 4,
+        _ => 2,
+    };
+    gpu.tuning().rpt.unwrap_or(default)
 }
 
 /// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
@@ -265,8 +264,8 @@ pub fn matvec_tokens(gpu: &Gpu) -> u32 {
 }
 
 /// Batches of at most this many tokens take the linear ops' matrix-vector forms, larger ones the
-/// matrix-matrix kernel: 8 on GPUs, 1 on CPU adapters with the CPU matmul in force ([`crate::gpu::Tuning::matvec_max_tokens`]
-/// overrides). On a CPU the multi-token matvec's accumulators for 8 tokens cost more than the
+/// matrix-matrix kernel: 8 on GPUs, 1 on CPU adapters with the CPU matmul in force
+/// ([`crate::gpu::Tuning::matvec_max_tokens`] overrides). On a CPU the multi-token matvec's accumulators for 8 tokens cost more than the
 /// CPU matmul's tiles: SmolLM2-135M Q4_1, a 5-token prompt, 8 / 1: lavapipe 4.8-6.5 / 29.0-29.2
 /// tok/s (2 tokens: 2.5 / 16.1), SwiftShader in Chromium 1.03 / 4.80 tok/s (its 120 matvecs
 /// 4659 ms against the CPU matmul's 846).
