@@ -15,11 +15,6 @@ struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 // Not bound: the dot-product helpers of common.wgsl read X, which the gather never calls.
 @group(0) @binding(15) var<storage, read> X: array<vec4<f32>>;
 
-// The width of W's rows (formats/common.wgsl).
-fn row_cols() -> u32 {
-  return part.d;
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {
   let i = g.y;

@@ -2,7 +2,7 @@
 // tokens: matvec.wgsl, and the tiled matmul.wgsl, matmul_coop.wgsl (matrix units) and
 // matmul_cpu.wgsl (CPU adapters) (kernels::Kernel; linear::Builder::linear picks one per batch). Composed after formats/common.wgsl and one formats/<type>.wgsl.
 // W: one part of a [rows][cols] weight matrix in its GGUF storage format (as formats/<type>.wgsl
-// reads it, regrouped for Q8_0 rows of 256k weights; row r at byte
+// reads it, regrouped for Q8_0 rows of 64k weights; row r at byte
 // r * cols / BLOCK_ELEMS * BLOCK_BYTES of this part's buffer). X: activations [n][x_stride] f32,
 // token i's input at X[(x_row0 + i) * x_stride ..]. Y: [n][y_stride] f32, token i's output row r
 // at Y[i * y_stride + y0 + r]; with `accumulate` = 1 added to what is there (the residual stream),
@@ -29,11 +29,6 @@ struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 fn batch_rows() -> vec2<u32> {
   if (p.last_only != 0u) { return vec2<u32>(1u, st.n_tokens - 1u); }
   return vec2<u32>(st.n_tokens, 0u);
-}
-
-// The width of W's rows (formats/common.wgsl).
-fn row_cols() -> u32 {
-  return p.cols;
 }
 
 // p.accumulate: write token i's row at Y row pos0 + i (linear::AT_POSITION).

@@ -17,11 +17,6 @@ struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 @group(0) @binding(5) var<storage, read_write> Y: array<f32>;
 var<workgroup> part: array<f32, 64>;
 
-// The width of W's rows (formats/common.wgsl).
-fn row_cols() -> u32 {
-  return p.cols;
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u) {
   let t = l.x % TPR;

@@ -338,17 +338,15 @@ impl Builder<'_> {
         let decode = geometry(cfg.head_dim, g, shared, cfg.kv);
         let prefill = geometry(cfg.head_dim, 16, shared, cfg.kv);
         let (bq_decode, bq_prefill) = (rows_per_workgroup(&decode), rows_per_workgroup(&prefill));
-        let mut variants = vec![
-            self.variant(PipelineKey { kernel: Kernel::Attention, format: None, geometry: decode }, &bufs),
-            self.variant(PipelineKey { kernel: Kernel::Attention, format: None, geometry: prefill }, &bufs),
-        ];
+        let mut variants =
+            vec![self.variant(PipelineKey::new(Kernel::Attention, decode), &bufs), self.variant(PipelineKey::new(Kernel::Attention, prefill), &bufs)];
         // On CPU adapters: variant 2, and for one-token steps variant 3 (one query row a lane).
         let cpu = (self.gpu.is_cpu() && self.gpu.tuning().cpu_attention && cfg.head_dim % 4 == 0).then(|| {
             let sg = self.gpu.tuning().cpu_subgroup;
             let geometry = cpu_geometry(cfg.head_dim, sg, cfg.kv);
             let one = cpu_one_token_geometry(cfg.head_dim, sg, cfg.kv);
             for geometry in [geometry, one] {
-                variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionCpu, format: None, geometry }, &bufs[..6]));
+                variants.push(self.variant(PipelineKey::new(Kernel::AttentionCpu, geometry), &bufs[..6]));
             }
             (rows_per_workgroup(&geometry), rows_per_workgroup(&one))
         });
@@ -356,7 +354,7 @@ impl Builder<'_> {
         // (Its vec4 reads of q need whole vec4 rows.)
         let q4_rows = cfg.head_dim % 4 != 0 || io.q_stride % 4 == 0;
         let tiled = (tiled_kernel(self.gpu, cfg) && q4_rows).then(|| tiled_geometry(cfg.head_dim, shared, cfg.kv)).flatten().map(|geometry| {
-            variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionTiled, format: None, geometry }, &bufs[..6]));
+            variants.push(self.variant(PipelineKey::new(Kernel::AttentionTiled, geometry), &bufs[..6]));
             variants.len() - 1
         });
         // The output projection's integers, for one-token batches: by a quantize op where the
@@ -400,7 +398,7 @@ impl Builder<'_> {
                     keys,
                     prefetch,
                 };
-                variants.push(self.variant(PipelineKey { kernel: Kernel::AttentionDecode, format: None, geometry }, &with_rope));
+                variants.push(self.variant(PipelineKey::new(Kernel::AttentionDecode, geometry), &with_rope));
             }
             (first, g / heads, variants.len() - first > 1)
         });
@@ -437,7 +435,7 @@ impl Builder<'_> {
         // load; the 64-thread form merges up to MAX_SPLITS too).
         let wide = cfg.ctx > 64 * WIDE_COMBINE_SPLITS || self.gpu.tuning().splits.is_some_and(|s| s > WIDE_COMBINE_SPLITS);
         let kernels = [Kernel::AttentionCombine, Kernel::AttentionCombineWide];
-        let combine = kernels[..1 + wide as usize].iter().map(|&kernel| self.variant(PipelineKey { kernel, format: None, geometry }, &cbufs)).collect();
+        let combine = kernels[..1 + wide as usize].iter().map(|&kernel| self.variant(PipelineKey::new(kernel, geometry), &cbufs)).collect();
         let n_heads = cfg.n_heads;
         self.op(combine, move |b| (b.splits > 1 && !merged(b)).then_some(((wide && b.splits > WIDE_COMBINE_SPLITS) as usize, [n_heads, b.n_tokens, 1])));
         if quant.is_some() {

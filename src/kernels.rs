@@ -55,7 +55,8 @@ pub enum Kernel {
     TopK,
     /// A plain read of a buffer: the bench's measured read bandwidth.
     Stream,
-    /// Q8_0 and Q6_K rows regrouped in place at load, so that block weights start on 16-byte boundaries.
+    /// Q8_0 and Q6_K rows regrouped in place at load, so that block weights start on 16-byte
+    /// boundaries (Q8_0 rows of 64k but not 256k weights: on words).
     Repack,
     /// A token row of activations as 24-bit integers per 16 values (RMSNorm optionally fused),
     /// for the integer form of the matrix-vector kernel.
@@ -318,10 +319,10 @@ impl CoopTile {
     /// This tile for `cols`-wide weights of format `ty`: F16 and BF16 weights are exact in f16
     /// after `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are
     /// zero and skipped; F16 rows of whole 16-byte pieces take [`CoopTile::pieces`], and with
-    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) regrouped Q8_0 and Q6_K rows and
+    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) Q8_0 and Q6_K rows regrouped in 8-block groups and
     /// Q4_K.
     pub fn for_format(self, ty: GgmlType, cols: u32, quant_pieces: bool) -> CoopTile {
-        let regrouped = matches!(ty, GgmlType::Q8_0 | GgmlType::Q6_K) && crate::repack::regrouped(ty, cols);
+        let regrouped = crate::repack::group_blocks(ty, cols) == 8;
         let quant = quant_pieces && (regrouped || ty == GgmlType::Q4_K);
         let pieces = (ty == GgmlType::F16 && cols % 8 == 0) || quant;
         if matches!(ty, GgmlType::F16 | GgmlType::BF16) {
@@ -593,6 +594,11 @@ pub struct PipelineKey {
     pub kernel: Kernel,
     /// The weights' GGML format (weight kernels only).
     pub format: Option<GgmlType>,
+    /// Blocks per regrouped group of the weights' rows ([`crate::repack::group_blocks`]; 0: the
+    /// file's layout), `REGROUP` in the WGSL: a constant, so that the format file's layout
+    /// choice costs no branch (on CPU adapters both sides of a branch run, masked, and a
+    /// branch per 4 weights cost Q8_0 rows their single aligned loads).
+    pub regroup: u32,
     /// Workgroup shape and constants.
     pub geometry: Geometry,
 }
@@ -629,12 +635,18 @@ pub const fn default_spans_per_step(span: u32) -> u32 {
 impl PipelineKey {
     /// A kernel with nothing to specialise.
     pub fn plain(kernel: Kernel) -> PipelineKey {
-        PipelineKey { kernel, format: None, geometry: Geometry::Fixed }
+        PipelineKey::new(kernel, Geometry::Fixed)
     }
 
-    /// A weight kernel for `format` with `geometry`.
-    pub fn weights(kernel: Kernel, format: GgmlType, geometry: Geometry) -> PipelineKey {
-        PipelineKey { kernel, format: Some(format), geometry }
+    /// A kernel that reads no weights, with `geometry`.
+    pub fn new(kernel: Kernel, geometry: Geometry) -> PipelineKey {
+        PipelineKey { kernel, format: None, regroup: 0, geometry }
+    }
+
+    /// A weight kernel for rows of `cols` weights of `format` (their layout:
+    /// [`crate::repack::group_blocks`]) with `geometry`.
+    pub fn weights(kernel: Kernel, format: GgmlType, cols: u32, geometry: Geometry) -> PipelineKey {
+        PipelineKey { kernel, format: Some(format), regroup: crate::repack::group_blocks(format, cols), geometry }
     }
 
     /// A short label, e.g. `matmul q4_K 64x64/4x4`.
@@ -642,6 +654,9 @@ impl PipelineKey {
         let mut s = self.kernel.name().to_string();
         if let Some(f) = self.format {
             s += &format!(" {}", f.name());
+            if self.regroup != 0 {
+                s += &format!("/g{}", self.regroup);
+            }
         }
         match self.geometry {
             Geometry::Fixed => {}
@@ -839,6 +854,8 @@ pub fn compose(key: &PipelineKey) -> String {
     // DQ4A: the format defines its own `dq4a` (formats/common.wgsl composes the general one).
     shared.push(("DQ4A", key.format.is_some_and(|ty| format_base(ty).contains("\nfn dq4a(")) as u32));
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
+        // The rows' layout (formats/q8_0.wgsl, q6_k.wgsl): blocks per regrouped group, or 0.
+        s += &format!("const REGROUP: u32 = {}u;\n", key.regroup);
         s += &unroll(include_str!("../shaders/formats/common.wgsl"), &shared);
         s += "\n";
         // The format's 16-byte pieces only where they are read: they use the `W4` view that

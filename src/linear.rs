@@ -495,22 +495,22 @@ impl Builder<'_> {
                         b.extend([oq, os]);
                         b.extend(*nw);
                     }
-                    self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, g), &b)
+                    self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, g), &b)
                 }
-                None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr, 1, rpt, un)), &one_bufs),
+                None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr, 1, rpt, un)), &one_bufs),
             };
             let mut variants =
-                vec![one, self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs)];
+                vec![one, self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs)];
             // Longer batches, variant 2 (and 3): on CPU adapters the CPU matmul alone (the GPU
             // tiles would never run, and each took about 1.4 s of a load on SwiftShader:
             // BENCHMARKS.md, browser section); elsewhere the large tile, and the small one where a
             // large tile leaves a GPU idle (few workgroups: a narrow matrix, a short batch).
             match cpu_tile {
-                Some(t) => variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, Geometry::CpuTile(t)), &bufs)),
+                Some(t) => variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, w.cols, Geometry::CpuTile(t)), &bufs)),
                 None => {
-                    variants.push(self.variant(PipelineKey::weights(mm, w.ty, large), &mm_bufs));
+                    variants.push(self.variant(PipelineKey::weights(mm, w.ty, w.cols, large), &mm_bufs));
                     if let Some(g) = small {
-                        variants.push(self.variant(PipelineKey::weights(mm, w.ty, g), &mm_bufs));
+                        variants.push(self.variant(PipelineKey::weights(mm, w.ty, w.cols, g), &mm_bufs));
                     }
                 }
             }
@@ -575,7 +575,7 @@ impl Builder<'_> {
             bufs.extend(norm.map(|n| n.1));
             bufs.extend(wide.then_some(&part.buffer));
             let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false, qout: QuantOut::Off };
-            let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, geometry), &bufs);
+            let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
             let last_index = op.variants.len();
             op.variants.push(last);

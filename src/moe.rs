@@ -85,7 +85,7 @@ impl Builder<'_> {
             // Experts <= 256 (config), so first and count share one word.
             let params = ExpertParams { rows: w.rows, cols: w.cols, experts: part.expert_start | part.experts << 16, y0, k, x_stride, y_stride, pad: 0 };
             let p = self.uniform("matvec_exp", &params);
-            let key = PipelineKey::weights(Kernel::MatvecExp, w.ty, Geometry::rows(tpr, 1));
+            let key = PipelineKey::weights(Kernel::MatvecExp, w.ty, w.cols, Geometry::rows(tpr, 1));
             let rows = w.rows.div_ceil(64 / tpr);
             self.plain(key, &[&p, &step, sel, &part.buffer, x, y], move |b| [rows, k, b.n_tokens]);
             let (per_expert, ne, io) = (part.buffer.size() / part.experts.max(1) as u64, part.experts, (w.cols + w.rows) as u64 * 4);
@@ -101,7 +101,7 @@ impl Builder<'_> {
         for part in &w.parts {
             let params = DownParams { rows: w.rows, cols: w.cols, k, e0: part.expert_start, ne: part.experts, h_stride, y_stride: w.rows, pad: 0 };
             let p = self.uniform("moe_down", &params);
-            let key = PipelineKey::weights(Kernel::MoeDown, w.ty, Geometry::rows(tpr, 1));
+            let key = PipelineKey::weights(Kernel::MoeDown, w.ty, w.cols, Geometry::rows(tpr, 1));
             let rows = w.rows.div_ceil(64 / tpr);
             self.plain(key, &[&p, &step, sel, gate, &part.buffer, h, x], move |b| [rows, 1, b.n_tokens]);
             let (per_expert, ne, io) = (part.buffer.size() / part.experts.max(1) as u64, part.experts, (k * w.cols + 2 * w.rows) as u64 * 4);

@@ -78,7 +78,7 @@ impl Builder<'_> {
         let step = self.step.clone();
         for part in &e.parts {
             let p = self.uniform("embed", &EmbedParams { row_start: part.row_start, rows: part.rows, d: e.cols, pad: 0 });
-            let key = PipelineKey { kernel: Kernel::Embed, format: Some(e.ty), geometry: Default::default() };
+            let key = PipelineKey::weights(Kernel::Embed, e.ty, e.cols, Geometry::Fixed);
             let groups = e.cols.div_ceil(64);
             self.plain(key, &[&p, &step, tokens, &part.buffer, x], move |b| [groups, b.n_tokens, 1]);
             let row = part.buffer.size() / part.rows.max(1) as u64 + 4 * groups as u64 * 64;
@@ -96,7 +96,7 @@ impl Builder<'_> {
         // row) cost lavapipe 47% of a 300-token stories260K prefill.
         let rows = if self.gpu.is_cpu() { NORM_ROWS } else { 0 };
         let geometry = Geometry::NormRows { rows };
-        let v = self.variant(PipelineKey { kernel: Kernel::RmsNorm, format: None, geometry }, &[&p, &step, x, w, y]);
+        let v = self.variant(PipelineKey::new(Kernel::RmsNorm, geometry), &[&p, &step, x, w, y]);
         let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
         self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [if rows > 0 { b.n_tokens.div_ceil(rows) } else { b.n_tokens }, 1, 1])));
         self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
@@ -121,7 +121,7 @@ impl Builder<'_> {
         let p = self.uniform("rope_kv", &params);
         let step = self.step.clone();
         let groups = (cfg.q_dim() / 2).max(cfg.kv_dim()).div_ceil(64);
-        let key = PipelineKey { kernel: Kernel::RopeKv, format: None, geometry: Geometry::RopeKv { kv_f16: cfg.kv == KvType::F16 } };
+        let key = PipelineKey::new(Kernel::RopeKv, Geometry::RopeKv { kv_f16: cfg.kv == KvType::F16 });
         let v = self.variant(key, &[&p, &step, rope, qkv, k_cache, v_cache]);
         self.op(vec![v], move |b| (!fused || b.n_tokens > 1).then_some((0, [groups, b.n_tokens, 1])));
         let per_token = (2 * cfg.q_dim() as u64 + 2 * cfg.kv_dim() as u64 + cfg.n_rot as u64) * 4 + 2 * cfg.kv_dim() as u64 * cfg.kv.bytes() as u64;

@@ -3,7 +3,12 @@
 //! 32 int8 weights) put all but every eighth block off the 16-byte grid; regrouped, each row of
 //! 256k weights holds groups of 8 blocks' weights (256 bytes) followed by their 8 `d` values
 //! (`shaders/repack.wgsl`, read by `shaders/formats/q8_0.wgsl`), and the matrix-vector kernel
-//! reads the weights as 16-byte pieces. The regrouping runs in place, in the buffer the file's
+//! reads the weights as 16-byte pieces. Other Q8_0 rows of 64k weights (SmolLM2's 576, say) are
+//! regrouped in pairs of blocks (64 bytes of weights, then the two `d` values): every word of
+//! weights then starts on a word, where the file's layout puts every other block 2 bytes off, so
+//! that each 4 weights take one load instead of two (on CPU adapters, where loads are most of a
+//! matvec's cost, SmolLM2's tied Q8_0 output head was a third of a decode step).
+//! The regrouping runs in place, in the buffer the file's
 //! bytes were uploaded to: no staging memory, and any source works (the browser's streamed files
 //! included, whose bytes arrive after the load is planned), as long as it runs after the upload
 //! and before the first kernel reads the buffer: [`Builder::repack`] records it into the
@@ -30,25 +35,27 @@ pub struct Repack {
     pub buffer: wgpu::Buffer,
     /// Rows in the buffer (all experts of an expert part together).
     pub rows: u32,
-    /// Weights per row (whole groups: [`group_weights`]).
+    /// Weights per row (whole groups: [`group_blocks`]).
     pub cols: u32,
 }
 
-/// Weights per group of 8 blocks of a regrouped type: Q8_0 256, Q6_K 2048; others 0.
-pub fn group_weights(ty: GgmlType) -> u32 {
+/// Blocks per regrouped group in rows of `cols` weights of type `ty`: 8 for Q8_0 rows of 256k
+/// weights and Q6_K rows of 2048k (16-byte pieces), 2 for other Q8_0 rows of 64k (word-aligned
+/// weights), 0 where rows keep the file's layout. `shaders/formats/q8_0.wgsl` and `q6_k.wgsl`
+/// read the layout from `REGROUP`, this count, a constant of the kernel
+/// ([`crate::kernels::PipelineKey::regroup`]).
+pub fn group_blocks(ty: GgmlType, cols: u32) -> u32 {
     match ty {
-        GgmlType::Q8_0 => 256,
-        GgmlType::Q6_K => 2048,
+        GgmlType::Q8_0 if cols % 256 == 0 => 8,
+        GgmlType::Q8_0 if cols % 64 == 0 => 2,
+        GgmlType::Q6_K if cols % 2048 == 0 => 8,
         _ => 0,
     }
 }
 
-/// Whether rows of `cols` weights of type `ty` are regrouped after upload: Q8_0 and Q6_K rows of
-/// whole groups ([`group_weights`]). `shaders/formats/q8_0.wgsl` and `q6_k.wgsl` decide the same
-/// way from the row width (`row_cols()`).
+/// Whether rows of `cols` weights of type `ty` are regrouped after upload ([`group_blocks`]).
 pub fn regrouped(ty: GgmlType, cols: u32) -> bool {
-    let g = group_weights(ty);
-    g > 0 && cols % g == 0
+    group_blocks(ty, cols) > 0
 }
 
 /// The uniform of `shaders/repack.wgsl`.
@@ -58,16 +65,25 @@ struct RepackParams {
     groups: u32,
     /// 0: Q8_0, 1: Q6_K.
     kind: u32,
-    pad: [u32; 2],
+    /// Blocks per group ([`group_blocks`]).
+    blocks: u32,
+    /// Groups per workgroup: as many as its 420 words of workgroup memory hold.
+    per: u32,
 }
 
+/// Words of workgroup memory `shaders/repack.wgsl` regroups a run of groups in.
+const RUN_WORDS: u32 = 420;
+
 impl Builder<'_> {
-    /// Records the regrouping of `r` into the setup program: a workgroup per group of 8 blocks.
+    /// Records the regrouping of `r` into the setup program: a workgroup per run of groups.
     pub fn repack(&mut self, r: &Repack) {
-        let groups = r.rows * (r.cols / group_weights(r.ty));
+        let blocks = group_blocks(r.ty, r.cols);
+        let groups = r.rows * (r.cols / (blocks * r.ty.block_size() as u32));
         let kind = (r.ty == GgmlType::Q6_K) as u32;
-        let p = self.uniform("repack", &RepackParams { groups, kind, pad: [0; 2] });
+        let per = RUN_WORDS / (blocks * r.ty.block_bytes() as u32 / 4);
+        let p = self.uniform("repack", &RepackParams { groups, kind, blocks, per });
         let v = self.variant(PipelineKey::plain(Kernel::Repack), &[&p, &r.buffer]);
-        self.setup.push(vec![v], move |_| Some((0, grid(groups))));
+        let runs = groups.div_ceil(per);
+        self.setup.push(vec![v], move |_| Some((0, grid(runs))));
     }
 }

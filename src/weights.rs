@@ -7,7 +7,7 @@
 //! parts (an expert stack by whole experts), each its own buffer holding its rows' bytes from
 //! byte 0, plus one spare word (the kernels' unaligned loads read one word ahead), rounded up to
 //! a multiple of 16 bytes. So GPU weight bytes = file tensor bytes + at most 19 bytes per buffer.
-//! Q8_0 rows of 256k weights and Q6_K rows of 2048k are then regrouped in place on the GPU, the same bytes in another
+//! Q8_0 rows of 64k weights and Q6_K rows of 2048k are then regrouped in place on the GPU, the same bytes in another
 //! order ([`crate::repack`]): the loader lists those buffers ([`Weights::repacks`]) for the
 //! program's setup.
 //! Only the small 1-D tensors (norm weights) are widened to f32 when not stored as F32.

@@ -104,9 +104,10 @@ fn widths(ty: GgmlType) -> Vec<u32> {
         b => {
             let mut w = vec![b as u32, 2 * b as u32, 3 * b as u32, if b == 32 { 32 * 81 } else { 256 * 11 }];
             // Q8_0 rows of whole regrouped groups of 8 blocks (`webgpu_llama::repack`), read as
-            // 16-byte pieces (the other widths keep the file's layout).
+            // 16-byte pieces, and of pairs of blocks (64 and 576, SmolLM2's width: 18 blocks;
+            // the odd block counts keep the file's layout).
             if ty == GgmlType::Q8_0 {
-                w.push(768);
+                w.extend([768, 576]);
             }
             // Q6_K rows of whole regrouped groups (2048k weights), read as 16-byte pieces.
             if ty == GgmlType::Q6_K {

@@ -143,11 +143,21 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
             Kernel::RmsNorm => vec![Geometry::NormRows { rows: 0 }, Geometry::NormRows { rows: 64 }, Geometry::NormRows { rows: 5 }],
             _ => vec![Geometry::Fixed],
         };
-        let formats: Vec<Option<GgmlType>> = if kernel.reads_weights() { GgmlType::ALL.iter().copied().map(Some).collect() } else { vec![None] };
         for &geometry in &geometries {
-            for &format in &formats {
-                check(&PipelineKey { kernel, format, geometry });
+            if !kernel.reads_weights() {
+                check(&PipelineKey::new(kernel, geometry));
                 n += 1;
+                continue;
+            }
+            // Each format in each of its rows' layouts (the file's; Q8_0 regrouped in pairs
+            // and in eights, Q6_K in eights: webgpu_llama::repack::group_blocks).
+            for ty in GgmlType::ALL {
+                let mut keys: Vec<PipelineKey> = [96, 64, 2048].map(|cols| PipelineKey::weights(kernel, ty, cols, geometry)).into();
+                keys.dedup_by_key(|k| k.regroup);
+                for key in keys {
+                    check(&key);
+                    n += 1;
+                }
             }
         }
     }

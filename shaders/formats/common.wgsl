@@ -1,6 +1,6 @@
 // formats/common.wgsl: helpers shared by every format file; composed first, before the format
 // file and the kernel file (see `kernels::compose`). Weights are the GGUF's stored bytes, uploaded
-// unchanged (little-endian; Q8_0 rows of 256k weights and Q6_K rows of 2048k then regrouped, repack.wgsl) and read as
+// unchanged (little-endian; Q8_0 rows of 64k weights and Q6_K rows of 2048k then regrouped, repack.wgsl) and read as
 // `W: array<u32>`; `X: array<vec4<f32>>` is the kernel's
 // f32 activations, read four values at a time (a quarter of the loads: on CPU implementations
 // such as lavapipe and SwiftShader the vector loads are most of a matvec's cost). Both are
@@ -19,9 +19,9 @@
 //     block, its scale) comes from cb alone, so that the calls of a span that share cb share that
 //     work (matvec.wgsl; dq4 below is the general form); each weight
 //     exactly ggml's dequantised f32 value (ggml-quants.c dequantize_row_*).
-//   row_cols(): not defined here but by every weight kernel: the width of the rows it reads (Q8_0
-//     and Q6_K need it: their rows of 256k and 2048k weights are regrouped at load, see q8_0.wgsl
-//     and q6_k.wgsl).
+//   REGROUP: not defined here but by kernels::compose, before this file: the blocks per
+//     regrouped group of the rows the kernel reads, or 0 (Q8_0 and Q6_K need it: their rows of
+//     64k and 2048k weights are regrouped at load, see q8_0.wgsl and q6_k.wgsl).
 // Optionally, 16-byte pieces (matvec.wgsl's WIDE form, where the format's rows start on 16-byte
 // boundaries of a buffer bound from byte 0, as every weight part is): the part of the file after
 // its `//@pieces` line, composed into that form only (it reads the weights' second view

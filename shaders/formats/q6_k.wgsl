@@ -7,7 +7,7 @@
 // groups of 8 blocks, a group being their first 208 bytes each (ql, qh, scales) then their 8 d
 // values, so that every block starts on a 16-byte boundary (the pieces below). Other rows keep
 // the file's layout, whose blocks alternate between word aligned and 2 bytes in (`ld`). Which
-// one: row_cols(). A qh byte serves four weights 32 apart: CHUNK 128. (Interface: common.wgsl.)
+// one: REGROUP (8 or 0, kernels::PipelineKey::regroup). A qh byte serves four weights 32 apart: CHUNK 128. (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 256u;
 const BLOCK_BYTES: u32 = 210u;
 const GROUP: u32 = 16u;
@@ -15,7 +15,7 @@ const CHUNK: u32 = 128u;
 
 // Byte offsets of block b's ql (its first byte) and of its d, in the row starting at byte rb.
 fn q6_block(rb: u32, b: u32) -> vec2<u32> {
-  if (row_cols() % 2048u == 0u) {
+  if (REGROUP == 8u) {
     let gb = rb + 1680u * (b >> 3u);
     return vec2<u32>(gb + 208u * (b & 7u), gb + 1664u + 2u * (b & 7u));
   }

@@ -2,8 +2,11 @@
 // { f16 d; i8 qs[32] }; value q * d (ggml-quants.c dequantize_row_q8_0). In rows of 256k weights
 // the blocks are regrouped on the GPU (shaders/repack.wgsl, at load): groups of 8 blocks, a group
 // being their qs (256 bytes) then their d values (16 bytes), so that every qs starts on a word
-// and every group on a 16-byte boundary (the pieces below). Other rows keep the file's layout,
-// whose blocks alternate between word aligned and 2 bytes in (`ld`). Which one: row_cols().
+// and every group on a 16-byte boundary (the pieces below); in other rows of 64k weights, in
+// pairs of blocks (64 bytes of qs, then the two d values), every qs on a word. Other rows keep
+// the file's layout, whose blocks alternate between word aligned and 2 bytes in (`ld`). Which
+// one: REGROUP, the blocks per group (8, 2 or 0: repack.rs group_blocks), a constant of the
+// kernel (kernels::PipelineKey::regroup).
 // matmul_coop.wgsl's WQ8 reads the regrouped layout too. (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 32u;
 const BLOCK_BYTES: u32 = 34u;
@@ -12,17 +15,28 @@ const CHUNK: u32 = 32u;
 
 // Byte offsets of the qs and of the d of block b of the row starting at byte rb.
 fn q8_block(rb: u32, b: u32) -> vec2<u32> {
-  if (row_cols() % 256u == 0u) {
+  if (REGROUP == 8u) {
     let gb = rb + 272u * (b >> 3u);
     return vec2<u32>(gb + 32u * (b & 7u), gb + 256u + 2u * (b & 7u));
+  }
+  if (REGROUP == 2u) {
+    let gb = rb + 68u * (b >> 1u);
+    return vec2<u32>(gb + 32u * (b & 1u), gb + 64u + 2u * (b & 1u));
   }
   let bb = rb + 34u * b;
   return vec2<u32>(bb + 2u, bb);
 }
 
+// The four qs bytes at byte x + o of a block's qs at byte x (o a multiple of 4): one load where
+// the rows are regrouped (every qs on a word), two elsewhere.
+fn q8_word(x: u32, o: u32) -> u32 {
+  if (REGROUP != 0u) { return W[(x >> 2u) + (o >> 2u)]; }
+  return ld2(x, o);
+}
+
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let blk = q8_block(rb, cb >> 5u);
-  let q = (vec4<i32>(bitcast<i32>(ld2(blk.x + (cb & 31u), o))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
+  let q = (vec4<i32>(bitcast<i32>(q8_word(blk.x + (cb & 31u), o))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
   return vec4<f32>(q) * half(h16(blk.y));
 }
 
