@@ -20,7 +20,8 @@
 //            run as a third engine on the same page, with the ratios ours/base),
 //            or a custom case: --model URL --prompt IDS|long300 --gen M --repeats R
 //            [--engines ours,seed] [--seed-gen M] [--seed-repeats R] [--ref NAME] [--limits default]
-//            [--subgroups off] (the page's device without the `subgroups` feature)
+//            [--subgroups off] (the page's device without the `subgroups` feature); without
+//            --model, these options change the cases above (e.g. --case smollm2 --engines ours)
 //            --profile: also GPU time per kernel of ours (llama.profile(): one decode step after
 //            the M tokens, and the prompt as one batch), summed by kernel; Chromium then runs with
 //            --enable-webgpu-developer-features so that timestamps are not coarsened to 100 us
@@ -51,9 +52,11 @@ function parseArgs(argv) {
     else if (keys[a]) o.custom[keys[a]] = v();
     else throw new Error(`unknown argument ${a} (see the comment at the top of scripts/bench-web.mjs)`);
   }
-  if (Object.keys(o.custom).length) o.cases.push({ title: 'custom', prompt: 'long300', ...o.custom });
+  // With --model a case of its own; without, the options apply to the named cases (or both).
+  const overrides = o.custom.model ? {} : o.custom;
+  if (o.custom.model) o.cases.push({ title: 'custom', prompt: 'long300', ...o.custom });
   if (!o.cases.length) o.cases = Object.keys(CASES);
-  o.cases = o.cases.map((c) => (typeof c === 'string' ? CASES[c] : c));
+  o.cases = o.cases.map((c) => (typeof c === 'string' ? { ...CASES[c], ...overrides } : c));
   const withBase = (e) => [...new Set([...(e || 'ours,seed').split(','), 'base'])].join(',');
   if (o.base) o.cases = o.cases.map((c) => ({ ...c, engines: withBase(c.engines) }));
   return o;
