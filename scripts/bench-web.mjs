@@ -53,7 +53,8 @@ function parseArgs(argv) {
     else throw new Error(`unknown argument ${a} (see the comment at the top of scripts/bench-web.mjs)`);
   }
   // With --model a case of its own; without, the options apply to the named cases (or both).
-  const overrides = o.custom.model ? {} : o.custom;
+  // (A prompt of its own drops the case's reference unless --ref names one.)
+  const overrides = o.custom.model ? {} : { ...(o.custom.prompt && !o.custom.ref ? { ref: undefined } : {}), ...o.custom };
   if (o.custom.model) o.cases.push({ title: 'custom', prompt: 'long300', ...o.custom });
   if (!o.cases.length) o.cases = Object.keys(CASES);
   o.cases = o.cases.map((c) => (typeof c === 'string' ? { ...CASES[c], ...overrides } : c));

@@ -2,7 +2,7 @@
 // tokens: matvec.wgsl, and the tiled matmul.wgsl, matmul_coop.wgsl (matrix units) and
 // matmul_cpu.wgsl (CPU adapters) (kernels::Kernel; linear::Builder::linear picks one per batch). Composed after formats/common.wgsl and one formats/<type>.wgsl.
 // W: one part of a [rows][cols] weight matrix in its GGUF storage format (as formats/<type>.wgsl
-// reads it, regrouped for Q8_0 rows of 64k weights; row r at byte
+// reads it, regrouped for Q8_0 rows of 64k weights and Q6_K rows of 2048k; row r at byte
 // r * cols / BLOCK_ELEMS * BLOCK_BYTES of this part's buffer). X: activations [n][x_stride] f32,
 // token i's input at X[(x_row0 + i) * x_stride ..]. Y: [n][y_stride] f32, token i's output row r
 // at Y[i * y_stride + y0 + r]; with `accumulate` = 1 added to what is there (the residual stream),

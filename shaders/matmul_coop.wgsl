@@ -7,8 +7,8 @@
 // 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens), `FM, FN`
 // (a subgroup's block: 16 FM rows x 16 FN tokens), `SGM, SGN` (BM / 16 FM, BN / 16 FN), `SPLIT`
 // (kernels::CoopTile: 0, 1 or 2) and, where the weights' rows are whole 16-byte pieces, `WV`
-// with `WP` (F16) or `WQ` and `WQ8` (Q8_0, regrouped), `WQ4K` (Q4_K) or `WQ6K` (Q6_K,
-// regrouped) (below).
+// with `WP` (F16) or `WQ` and `WQ8` (Q8_0, in groups of 8 blocks), `WQ4K` (Q4_K) or `WQ6K`
+// (Q6_K, regrouped) (below).
 //
 // A workgroup of SGM x SGN subgroups computes BM x BN outputs, each subgroup a 16 FM x 16 FN
 // block as FM x FN f32 accumulator tiles of 16 x 16 (more fragments a subgroup: fewer loads
@@ -39,7 +39,7 @@ const WG: u32 = 32u * SGM * SGN;
 // are aligned), read through this view of W's binding (the kernel then reads W only through
 // it), one load where linear.wgsl's runs take four: WP, F16, 8 halves a load stored as they are
 // (no f32 round trip); WQ, 16 quantised weights a load and their scales from a second, decoded
-// to f32 and split as the runs are: WQ8, Q8_0 rows regrouped (formats/q8_0.wgsl), WQ4K, Q4_K
+// to f32 and split as the runs are: WQ8, Q8_0 rows in groups of 8 blocks (formats/q8_0.wgsl), WQ4K, Q4_K
 // (blocks of 9 vec4s), WQ6K, Q6_K rows regrouped (formats/q6_k.wgsl). Staging the weights
 // bounded this kernel: pp512 of the Llama-3.2-1B shape went from 13.6k to 26.0k tok/s (F16, WP;
 // BENCHMARKS.md v16) and from 14.4k to 21.4k (Q4_K_M, WQ4K and WQ6K; v17).

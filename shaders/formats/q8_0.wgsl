@@ -7,7 +7,7 @@
 // the file's layout, whose blocks alternate between word aligned and 2 bytes in (`ld`). Which
 // one: REGROUP, the blocks per group (8, 2 or 0: repack.rs group_blocks), a constant of the
 // kernel (kernels::PipelineKey::regroup).
-// matmul_coop.wgsl's WQ8 reads the regrouped layout too. (Interface: common.wgsl.)
+// matmul_coop.wgsl's WQ8 reads the groups of 8 too. (Interface: common.wgsl.)
 const BLOCK_ELEMS: u32 = 32u;
 const BLOCK_BYTES: u32 = 34u;
 const GROUP: u32 = 32u;
@@ -41,7 +41,7 @@ fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
 }
 
 //@pieces
-// 16-byte pieces (matvec.wgsl's WIDE form, regrouped rows): piece p is half p % 2 of block
+// 16-byte pieces (matvec.wgsl's WIDE form, rows regrouped in groups of 8): piece p is half p % 2 of block
 // p / 2's qs, 16 weights in one load (a group is 17 vec4s: 16 of qs, then the d values); its d
 // is one more load, shared by the group's 16 pieces.
 const PIECE: u32 = 16u;
