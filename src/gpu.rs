@@ -82,8 +82,9 @@ pub struct Tuning {
     pub coop: bool,
     /// The matrix-unit matmul's tile and precision ([`crate::kernels::CoopTile`]).
     pub coop_tile: crate::kernels::CoopTile,
-    /// The matrix-unit matmul reads Q4_K, and Q8_0 and Q6_K weights regrouped in groups of 8 blocks, as 16-byte pieces
-    /// too ([`crate::kernels::CoopTile::pieces`]; F16's always are). On an H200, pp512 of the
+    /// The matrix-unit matmul reads Q4_K, and Q8_0 and Q6_K weights regrouped in groups of 8
+    /// blocks, as 16-byte pieces too ([`crate::kernels::CoopTile::pieces`]; F16's always are).
+    /// On an H200, pp512 of the
     /// Llama-3.2-1B shape 14.2k -> 19.6k tok/s (Q8_0) and 14.35k -> 17.5k (Q4_K_M, before Q6_K's
     /// pieces; BENCHMARKS.md v16). Off: linear.wgsl's runs of 4, as every other format.
     pub coop_quant_pieces: bool,

@@ -319,8 +319,8 @@ impl CoopTile {
     /// This tile for `cols`-wide weights of format `ty`: F16 and BF16 weights are exact in f16
     /// after `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are
     /// zero and skipped; F16 rows of whole 16-byte pieces take [`CoopTile::pieces`], and with
-    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) Q8_0 and Q6_K rows regrouped in 8-block groups and
-    /// Q4_K.
+    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) Q8_0 and Q6_K rows regrouped in
+    /// groups of 8 blocks, and Q4_K.
     pub fn for_format(self, ty: GgmlType, cols: u32, quant_pieces: bool) -> CoopTile {
         let regrouped = crate::repack::group_blocks(ty, cols) == 8;
         let quant = quant_pieces && (regrouped || ty == GgmlType::Q4_K);

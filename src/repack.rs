@@ -7,12 +7,12 @@
 //! regrouped in pairs of blocks (64 bytes of weights, then the two `d` values): every word of
 //! weights then starts on a word, where the file's layout puts every other block 2 bytes off, so
 //! that each 4 weights take one load instead of two (on CPU adapters, where loads are most of a
-//! matvec's cost, SmolLM2's tied Q8_0 output head was a third of a decode step).
-//! The regrouping runs in place, in the buffer the file's
-//! bytes were uploaded to: no staging memory, and any source works (the browser's streamed files
-//! included, whose bytes arrive after the load is planned), as long as it runs after the upload
-//! and before the first kernel reads the buffer: [`Builder::repack`] records it into the
-//! builder's setup program, which [`crate::Llama`] runs before its first batch.
+//! matvec's cost, SmolLM2's tied Q8_0 output head was a third of a decode step). The
+//! regrouping runs in place, in the buffer the file's bytes were uploaded to: no staging memory,
+//! and any source works (the browser's streamed files included, whose bytes arrive after the load
+//! is planned), as long as it runs after the upload and before the first kernel reads the buffer:
+//! [`Builder::repack`] records it into the builder's setup program, which [`crate::Llama`] runs
+//! before its first batch.
 //!
 //! Q6_K's 210-byte blocks (`d` last) are regrouped the same way in rows of 2048k weights (groups
 //! of 8 blocks' other 208 bytes, then their `d` values) and read as pieces, which the integer
