@@ -15,9 +15,10 @@ if [[ ! -d ../shared/reference || ! -d ../shared/models ]]; then
 fi
 [[ -f .models/SmolLM2-135M-Instruct.Q4_1.gguf ]] || bash scripts/fetch-models.sh
 
-echo "== gates: cargo fmt --check, cargo clippy --all-targets -D warnings"
+echo "== gates: cargo fmt --check, cargo clippy --all-targets -D warnings, cargo doc -D warnings"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 echo "== native tests (cargo test, Vulkan: lavapipe on a machine without a GPU)"
 cargo test --all-targets 2>&1 | tee /tmp/webgpu-llama-native-tests.log
