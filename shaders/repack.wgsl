@@ -8,8 +8,8 @@
 //   a group is the 8 blocks' first 208 bytes (13 vec4s each) then the d values: 1680 bytes, 420
 //   words.
 // The same bytes per row, so with G = 8 every group and every block's bytes start on 16-byte
-// boundaries and the matvec can read them as 16-byte pieces. Run once, after the upload, before any kernel
-// reads the buffer (repack.rs).
+// boundaries and the matvec can read them as 16-byte pieces. Run once, after the upload, before
+// any kernel reads the buffer (repack.rs).
 // A workgroup per run of up to PER consecutive groups (as many as 420 words hold: 6 Q8_0 groups of
 // 8 blocks, 24 of 2, 1 Q6_K group; a workgroup per small group made 442k workgroups of the
 // SmolLM2 output head, seconds of a load on SwiftShader): it copies the run's words into
@@ -45,8 +45,9 @@ fn regrouped(o: u32) -> u32 {
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_id) l: vec3u) {
   let first = (wg.y * nwg.x + wg.x) * p.per;
   if (first >= p.groups) { return; }
-  let words = min(p.per, p.groups - first) * (p.blocks * select(34u, 210u, p.kind == 1u) / 4u);
-  let w0 = first * (p.blocks * select(34u, 210u, p.kind == 1u) / 4u);
+  let group_words = p.blocks * select(34u, 210u, p.kind == 1u) / 4u;
+  let words = min(p.per, p.groups - first) * group_words;
+  let w0 = first * group_words;
   for (var i = l.x; i < words; i += 64u) {
     g[i] = W[w0 + i];
   }

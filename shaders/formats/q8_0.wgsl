@@ -41,8 +41,8 @@ fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
 }
 
 //@pieces
-// 16-byte pieces (matvec.wgsl's WIDE form, rows regrouped in groups of 8): piece p is half p % 2 of block
-// p / 2's qs, 16 weights in one load (a group is 17 vec4s: 16 of qs, then the d values); its d
+// 16-byte pieces (matvec.wgsl's WIDE form, rows regrouped in groups of 8): piece p is half p % 2
+// of block p / 2's qs, 16 weights in one load (a group is 17 vec4s: 16 of qs, then the d values); its d
 // is one more load, shared by the group's 16 pieces.
 const PIECE: u32 = 16u;
 const RUNS: u32 = 1u;
