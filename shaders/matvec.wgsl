@@ -1,6 +1,7 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
 // Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const WG, TPR, RPW, RPT, NT,
-// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE, IDOT, INORM, SS, QOUT, QNORM` (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
+// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE, IDOT, INORM, SS, QOUT, QNORM, XB, BDOT, SPANS, WGRED`
+// (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
 // RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
 // per load instruction, not one per thread), UN spans at a time, their UNG x RPT loads issued
@@ -107,8 +108,11 @@ var<workgroup> QV: array<f32, 16>; // the workgroup's output rows
 @group(0) @binding(10) var<storage, read> NWQ: array<vec4<f32>>;
 //@end
 
-// Per thread, token k's sum for row i of its group at [k * RPT + i] (W x), up rows' (GLU), x . x
-// (SS: NORM's, or INORM's halves' sums).
+// WGRED (more threads a row than LANES): per thread, token k's sum for row i of its group at
+// [k * RPT + i] (W x), up rows' (GLU), x . x (SS: NORM's, or INORM's halves' sums). Without it,
+// no workgroup memory (but QOUT's): compilers that zero it at entry add a barrier there, and
+// SwiftShader runs a kernel with barriers one coroutine per subgroup.
+//@if WGRED
 var<workgroup> part: array<array<f32, NT * RPT>, WG>;
 //@if GLU
 var<workgroup> part_up: array<array<f32, NT * RPT>, WG>;
@@ -116,9 +120,13 @@ var<workgroup> part_up: array<array<f32, NT * RPT>, WG>;
 //@if SS
 var<workgroup> part_ss: array<array<f32, NT>, WG>;
 //@end
+//@end
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+//@if XB
+        @builtin(subgroup_invocation_id) lane: u32,
+//@end
         @builtin(local_invocation_id) l: vec3u) {
   let t = l.x % TPR;
   let row = ((wg.y * nwg.x + wg.x) * RPW + l.x / TPR) * RPT;
@@ -208,7 +216,71 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   let first = (p.cols / PIECE) * PIECE;
 //@end
-//@if !WIDE
+//@if XB
+  // CPU adapters' form (XB: a whole row group per invocation, spans of 32, subgroups of SG >= 4
+  // lanes): every lane of a subgroup steps through the same 32 columns, so lane k loads vec4s
+  // k, k + SG, ... of the step's 8 (of X, and of NW with NORM) and subgroupBroadcast hands each
+  // to every lane: such compilers load an address shared by the lanes once per lane, so the
+  // activations cost 2 loads a lane a step instead of 8 (16 with NORM).
+  let steps = select(0u, p.cols / 32u, (p.x_stride & 3u) == 0u);
+  for (var cb = 0u; cb < 32u * steps; cb += 32u) {
+//@for k < NT
+    var xl_$k: array<vec4<f32>, (8u + SG - 1u) / SG>;
+//@if NORM
+    var nl_$k: array<vec4<f32>, (8u + SG - 1u) / SG>;
+//@end
+//@for r < XR
+    xl_$k[$r] = X[(((b.y + $ku) * p.x_stride + cb) >> 2u) + min(SG * $ru + lane, 7u)];
+//@if NORM
+    nl_$k[$r] = NW[(cb >> 2u) + min(SG * $ru + lane, 7u)];
+//@end
+//@end
+//@for g < 8
+    var x_$k_$g = subgroupBroadcast(xl_$k[$gu / SG], $gu % SG);
+//@if NORM
+    ss_$k += dot(x_$k_$g, x_$k_$g);
+    x_$k_$g *= subgroupBroadcast(nl_$k[$gu / SG], $gu % SG);
+//@end
+//@end
+//@end
+//@if BDOT
+    // The format's block dot product (a block's words and scales loaded once; formats/common.wgsl).
+//@for k < NT
+    {
+      let xa = array<vec4<f32>, 8>(x_$k_0, x_$k_1, x_$k_2, x_$k_3, x_$k_4, x_$k_5, x_$k_6, x_$k_7);
+      let xs = dot((x_$k_0 + x_$k_1) + (x_$k_2 + x_$k_3) + ((x_$k_4 + x_$k_5) + (x_$k_6 + x_$k_7)), vec4<f32>(1.0));
+//@for i < RPT
+      s_$k_$i += bdot(rb_$i, cb, xa, xs);
+//@if GLU
+      u_$k_$i += bdot(ru_$i, cb, xa, xs);
+//@end
+//@end
+    }
+//@end
+//@end
+//@if !BDOT
+//@for g < 8
+//@for i < RPT
+    {
+      let w = dq4a(rb_$i, cb, 4u * $gu);
+//@if GLU
+      let v = dq4a(ru_$i, cb, 4u * $gu);
+//@end
+//@for k < NT
+      s_$k_$i += dot(w, x_$k_$g);
+//@if GLU
+      u_$k_$i += dot(v, x_$k_$g);
+//@end
+//@end
+    }
+//@end
+//@end
+//@end
+  }
+  let first = 32u * steps;
+//@end
+//@if SPANS
+  // The span form (neither WIDE nor XB).
   let spans = select(0u, p.cols / SPAN, row < p.rows);
   // Whole steps of UN x TPR spans (every thread the same count).
   for (var base = 0u; base + UN * TPR <= spans; base += UN * TPR) {
@@ -290,6 +362,34 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
   }
 //@end
+//@if !WGRED
+  // The row's sums are in this thread (every lane of the row, with SG).
+  if (t == 0u && row < p.rows) {
+//@for k < NT
+    if ($ku < b.x) {
+      var inv_$k = 1.0;
+//@if SS
+      inv_$k = 1.0 / sqrt(ss_$k / f32(p.cols) + p.eps);
+//@end
+//@for i < RPT
+      if (row + $iu < p.rows) {
+        var v = s_$k_$i * inv_$k;
+//@if GLU
+        v = v / (1.0 + exp(-v)) * (u_$k_$i * inv_$k);
+//@end
+//@if QOUT
+        QV[(l.x / TPR) * RPT + $iu] = store($ku, row + $iu, v);
+//@end
+//@if !QOUT
+        store($ku, row + $iu, v);
+//@end
+      }
+//@end
+    }
+//@end
+  }
+//@end
+//@if WGRED
 //@for k < NT
 //@for i < RPT
   part[l.x][$ku * RPT + $iu] = s_$k_$i;
@@ -301,7 +401,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   part_ss[l.x][$ku] = ss_$k;
 //@end
 //@end
-  if (TPR > LANES) { workgroupBarrier(); }
+  workgroupBarrier();
   for (var h = TPR / 2u; h >= LANES; h >>= 1u) {
     if (t < h) {
       for (var k = 0u; k < NT * RPT; k++) {
@@ -337,6 +437,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
   }
+//@end
 //@if QOUT
   // The workgroup's 16 rows, one half of the output row, as the next integer-form op's
   // activations (its quantize dispatch, about 4 us, is then not needed).

@@ -804,7 +804,7 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::Rows { tpr, tokens, rpt, span, un, glu, sg, qout, .. } => {
             let ng = span / 4;
             // (The expert kernels' workgroups are 64 threads, whatever the rows take.)
-            let wg = if key.kernel == Kernel::Matvec { matvec_workgroup(tpr, rpt, qout) } else { tpr.max(64) };
+            let wg = if key.kernel == Kernel::Matvec { matvec_workgroup(tpr, rpt, sg, qout) } else { tpr.max(64) };
             let c = consts(key);
             let norm = c.iter().find(|(n, _)| *n == "NORM").map_or(0, |c| c.1);
             s += &format!(
@@ -887,14 +887,16 @@ pub fn compose(key: &PipelineKey) -> String {
 }
 
 /// Threads per workgroup of the matrix-vector kernel (`shaders/matvec.wgsl`; the expert kernels
-/// take `max(64, tpr)`): `max(64, tpr)`; 16 with a whole row per
-/// thread (CPU adapters' form, [`crate::linear::threads_per_row`]), where a workgroup is one CPU
-/// thread's task: 16 threads keep more cores busy on narrow matrices (with 64 threads of 8 rows,
-/// SwiftShader's, a 576-row projection made 2 tasks of 512 and 64 rows; of 4 rows, lavapipe's, 3
-/// of 256, 256 and 64). lavapipe, SmolLM2-135M decode, 64 / 16 threads: 8.9-9.1 / 9.5-9.7 tok/s
-/// (BENCHMARKS.md v26). With [`QuantOut`] the threads of 16 rows.
-pub fn matvec_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
+/// take `max(64, tpr)`): `max(64, tpr)`; with a whole row per thread (CPU adapters' form,
+/// [`crate::linear::threads_per_row`]), one subgroup of `sg` lanes (16 threads without
+/// subgroups), where a workgroup is one CPU thread's task: more, smaller tasks keep the cores
+/// busy on narrow matrices. SwiftShader in Chromium (4 lanes), 4 / 16 threads, decode tok/s on
+/// one page (`bench-web`): stories260K 319 / 269, SmolLM2-135M 4.62 / 4.36; lavapipe (8 lanes),
+/// SmolLM2-135M, 64 / 16 threads: 8.9-9.1 / 9.5-9.7 tok/s (BENCHMARKS.md v26). With
+/// [`QuantOut`] the threads of 16 rows.
+pub fn matvec_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32 {
     match qout {
+        QuantOut::Off if tpr == 1 && sg > 0 => sg,
         QuantOut::Off if tpr == 1 => 16,
         QuantOut::Off => tpr.max(64),
         _ => QUANT_OUT_ROWS / rpt * tpr,
@@ -910,7 +912,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             debug_assert!(t.subgroup == 0 || (4 * t.subgroup * kr) % 32 == 0, "subgroup sizes are powers of two");
             vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup), ("KR", kr)]
         }
-        Geometry::Rows { tokens, rpt, span, un, norm, glu, sg, wide, int, qout, .. } => {
+        Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout } => {
             // WIDE: the format's runs per piece and vec4s per run.
             // (Formats without pieces compose the span form.)
             let (wide, runs, rj) = match (wide, key.format.and_then(format_piece)) {
@@ -921,6 +923,8 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             assert!(!int || tokens == 1, "the integer matrix-vector form takes one token");
             // (QOUT only with the integer form: formats without it compose the plain f32 form.)
             let (qout, qnorm) = (int && qout != QuantOut::Off, int && qout == QuantOut::Norm);
+            // XB: matvec.wgsl's CPU-adapter form (activations loaded across a subgroup's lanes).
+            let xb = tpr == 1 && span == 32 && un == 1 && sg >= 4 && wide == 0;
             assert!(!qout || QUANT_OUT_ROWS % rpt == 0, "QOUT: rows per thread must divide 16");
             vec![
                 ("NT", tokens),
@@ -934,6 +938,13 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("GLU", glu as u32),
                 ("SG", sg),
                 ("WIDE", wide),
+                // WGRED: the rows' partial sums are joined in workgroup memory (more threads a
+                // row than a subgroup's lanes; matvec.wgsl's LANES).
+                ("WGRED", (tpr > if sg > 0 { tpr.min(sg) } else { 1 }) as u32),
+                ("XB", xb as u32),
+                ("XR", 8u32.div_ceil(sg.max(1))),
+                ("SPANS", (wide == 0 && !xb) as u32),
+                ("BDOT", (xb && key.format.is_some_and(|ty| format_base(ty).contains("\nfn bdot("))) as u32),
                 ("IDOT", int as u32),
                 ("RUNS", runs),
                 ("RJ", rj),

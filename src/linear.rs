@@ -213,14 +213,14 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// 833.7 tok/s (BENCHMARKS.md v24), where the quantised formats lose with 4 (8B Q4_K_M 296.1
 /// / 252.9, 1B Q4_K_M 971.0 / 809.1).
 ///
-/// SwiftShader ([`Gpu::is_swiftshader`], Chromium without a GPU) takes 8: SmolLM2-135M Q4_1
-/// decode in headless Chromium here, GPU ms a token by `bench-web --profile` with 1 / 4 / 8
-/// rows, 966 / 685 / 590 (its matvecs 975 / 681 / 559), where lavapipe is level (7.3-7.7 tok/s
-/// with 4, 7.2-7.3 with 8).
+/// SwiftShader (Chromium without a GPU) takes 4 as well since the activations are broadcast
+/// across a subgroup (`XB` in `shaders/matvec.wgsl`): SmolLM2-135M Q4_1 decode in headless
+/// Chromium here, ms a token (`bench-web --profile`) with 1 / 2 / 4 / 8 rows, 297 / 257 / 251 /
+/// 283. (Before, when every lane loaded every activation, 8 was best there: 966 / 685 / 590
+/// with 1 / 4 / 8.)
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
-    let default = match (gpu.is_cpu(), gpu.is_swiftshader()) {
-        (true, true) => 8,
-        (true, false) => 4,
+    let default = match gpu.is_cpu() {
+        true => 4,
         _ if ty == GgmlType::F16 => 4,
         _ => 2,
     };
@@ -229,8 +229,8 @@ pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
 
 /// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
 /// rows per thread (a workgroup is [`matvec_workgroup`] threads).
-fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, qout: QuantOut) -> u32 {
-    matvec_workgroup(tpr, rpt, qout) / tpr * rpt
+fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32 {
+    matvec_workgroup(tpr, rpt, sg, qout) / tpr * rpt
 }
 
 /// Whether, in a model `d` wide, the one-token integer-form matvecs that write the residual
@@ -517,7 +517,7 @@ impl Builder<'_> {
             let (large, small) = (large.tile_size(), small.map(|g| g.tile_size()));
             let one_tpr = if int.is_some() { tpr_int } else { tpr };
             let (rows, per_wg, per_wg_multi) =
-                (part.rows, matvec_rows_per_workgroup(one_tpr, rpt, qout_kind), matvec_rows_per_workgroup(tpr.min(64), 1, QuantOut::Off));
+                (part.rows, matvec_rows_per_workgroup(one_tpr, rpt, sg, qout_kind), matvec_rows_per_workgroup(tpr.min(64), 1, sg, QuantOut::Off));
             self.op(variants, move |b| {
                 Some(match b.n_tokens {
                     1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(per_wg))),
@@ -581,7 +581,7 @@ impl Builder<'_> {
             op.variants.push(last);
             let all = std::mem::replace(&mut op.plan, Box::new(|_| None));
             let rows = part.rows;
-            let per_wg = matvec_rows_per_workgroup(tpr, rpt, QuantOut::Off);
+            let per_wg = matvec_rows_per_workgroup(tpr, rpt, sg, QuantOut::Off);
             // One token: its row is the last, and the linear op's one-token form may be the
             // integer one, after the quantize op that only such batches run.
             op.plan = Box::new(move |b| if b.all_logits || (int && b.n_tokens == 1) { all(b) } else { Some((last_index, grid(rows.div_ceil(per_wg)))) });

@@ -244,7 +244,8 @@ const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 /// `base` with the kernel variant `v`: 0 the GPU policy (coalescing, 4 to 64 threads per row by
 /// width), 1 the CPU policy (a row per thread) with the multi-token matvec kept up to 8 tokens
 /// (the CPU default sends 2 to 8 to `matmul_cpu`), `matmul_cpu` beyond (with subgroups where
-/// the device has them), 2 the GPU policy with forced shapes cycling with `i / 6` (`i`
+/// the device has them; the matrix-vector form's activations broadcast across subgroups, `XB`,
+/// on alternate calls, else its span form), 2 the GPU policy with forced shapes cycling with `i / 6` (`i`
 /// steps by 6 between this variant's calls) through [`TPRS`] and spans of 8, 16 and 12 weights
 /// (within and across the formats' scale groups: `dq4s` and `dq4`), 1 to 3 spans per step, and
 /// a row's partial sums added with subgroup shuffles where the device has subgroups of one size
@@ -264,7 +265,12 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     t.int_dot = Some(false);
     match v {
         0 => t.cpu = false,
-        1 => (t.cpu, t.matvec_max_tokens) = (true, Some(8)),
+        1 => {
+            (t.cpu, t.matvec_max_tokens) = (true, Some(8));
+            // Without subgroups on alternate calls: the span form in place of the broadcast
+            // one (`XB` in shaders/matvec.wgsl, which needs them).
+            t.reduce_subgroup *= ((i / 6) % 2) as u32;
+        }
         2 => {
             let sg = t.reduce_subgroup * ((i / TPRS.len()) % 2) as u32;
             (t.cpu, t.tpr, t.span, t.reduce_subgroup, t.unroll) =

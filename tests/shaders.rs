@@ -51,6 +51,10 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::Rows { tpr: 8, tokens: 8, rpt: 1, span: 8, un: 2, norm: true, glu: false, sg: 32, wide: false, int: false, qout: QuantOut::Off },
                 Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 1, norm: true, glu: true, sg: 32, wide: true, int: false, qout: QuantOut::Off },
                 Geometry::Rows { tpr: 16, tokens: 8, rpt: 1, span: 8, un: 2, norm: false, glu: false, sg: 0, wide: true, int: false, qout: QuantOut::Off },
+                // CPU adapters' form (XB: activations broadcast across a subgroup; BDOT where
+                // the format has a block dot product), NT 1 and 2, subgroups of 4 and 8.
+                Geometry::Rows { tpr: 1, tokens: 1, rpt: 8, span: 32, un: 1, norm: true, glu: true, sg: 4, wide: false, int: false, qout: QuantOut::Off },
+                Geometry::Rows { tpr: 1, tokens: 2, rpt: 4, span: 32, un: 1, norm: false, glu: false, sg: 8, wide: false, int: false, qout: QuantOut::Off },
                 // The integer form (formats without it compose the f32 one).
                 Geometry::Rows { tpr: 128, tokens: 1, rpt: 2, span: 16, un: 1, norm: false, glu: true, sg: 32, wide: true, int: true, qout: QuantOut::Off },
                 Geometry::Rows { tpr: 64, tokens: 1, rpt: 3, span: 16, un: 2, norm: false, glu: false, sg: 0, wide: true, int: true, qout: QuantOut::Off },

@@ -39,6 +39,10 @@
 //   the calls of a step load each word once
 //   (Q4_0, Q4_1, Q5_0 and Q5_1, whose dq4s shares nothing, define it, and take the dq4s below,
 //   written once, in place of their own). Elsewhere the form below: dq4s on the step's groups.
+// Optionally, bdot(rb, cb, x, xs): the dot product of the block of 32 weights from column cb
+//   (a multiple of 32) of the row starting at byte rb with x (8 vec4s; xs their sum), the
+//   block's words and scales loaded once and its scale applied once (weights a q + b: a (q . x)
+//   + b xs): matvec.wgsl's CPU form (XB) takes it where the format has it (BDOT).
 // And optionally, for runs of 16 weights, the integer form (matvec.wgsl's IDOT; kernels::format_int
 //   looks for `fn pint`): pint(q, r, j): weights 4j .. 4j + 4 of run r as four signed bytes n;
 //   pab(q, r): (a, b) such that each weight of the run is exactly a * n - b.
@@ -78,6 +82,24 @@ fn half(bits: u32) -> f32 {
 // The four bytes of w, each shifted right by `sh` (0 for low nibbles, 4 for high ones...).
 fn bytes4(w: u32, sh: u32) -> vec4<u32> {
   return vec4<u32>(w >> sh, w >> (8u + sh), w >> (16u + sh), w >> (24u + sh));
+}
+
+// The block dot products (bdot, in the formats with blocks of 32 weights and one scale pair;
+// matvec.wgsl's BDOT): x holds the block's 32 activations, 8 vec4s.
+// q . x where the 32 weights are 4-bit values q in the 16 bytes q (ggml's layout: weight j < 16
+// the low nibble of byte j, weight j + 16 the high one), and with h (Q5_0, Q5_1) a fifth bit,
+// bit j of h for weight j. (Through i32: u32 to f32 conversions take more instructions on CPUs.)
+fn nibdot(q: vec4<u32>, h: u32, x: array<vec4<f32>, 8>) -> f32 {
+  // (Written out: CPU compilers keep an array indexed in a loop in memory.)
+  let a = (nib5(q.x, h, 0u) * x[0] + nib5(q.x, h, 16u) * x[4]) + (nib5(q.y, h, 4u) * x[1] + nib5(q.y, h, 20u) * x[5])
+        + ((nib5(q.z, h, 8u) * x[2] + nib5(q.z, h, 24u) * x[6]) + (nib5(q.w, h, 12u) * x[3] + nib5(q.w, h, 28u) * x[7]));
+  return dot(a, vec4<f32>(1.0));
+}
+
+// Weights j .. j + 4 (j a multiple of 4) of nibdot's block from its word q of nibbles and h.
+fn nib5(q: u32, h: u32, j: u32) -> vec4<f32> {
+  let hi = ((vec4<u32>(h) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
+  return vec4<f32>(vec4<i32>((bytes4(q, (j >> 4u) << 2u) & vec4<u32>(15u)) | hi));
 }
 
 // Weights c .. c + 4 (c a multiple of 4) of the row starting at byte rb.

@@ -13,3 +13,11 @@ fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let q = bytes4(ld2(bb + 2u, o & 15u), (o >> 4u) << 2u) & vec4<u32>(15u);
   return (vec4<f32>(q) - 8.0) * half(h16(bb));
 }
+
+// Weights cb .. cb + 32 (a block) of the row starting at byte rb dotted with x (xs: the sum of
+// x): d (q . x - 8 xs) (formats/common.wgsl's nibdot).
+fn bdot(rb: u32, cb: u32, x: array<vec4<f32>, 8>, xs: f32) -> f32 {
+  let bb = rb + 18u * (cb >> 5u);
+  let q = vec4<u32>(ld2(bb + 2u, 0u), ld2(bb + 2u, 4u), ld2(bb + 2u, 8u), ld2(bb + 2u, 12u));
+  return half(h16(bb)) * (nibdot(q, 0u, x) - 8.0 * xs);
+}

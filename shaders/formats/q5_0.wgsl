@@ -15,3 +15,11 @@ fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let hi = ((vec4<u32>(ld(bb + 2u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + o)) & vec4<u32>(1u)) << vec4<u32>(4u);
   return (vec4<f32>(lo | hi) - 16.0) * half(h16(bb));
 }
+
+// Weights cb .. cb + 32 (a block) of the row starting at byte rb dotted with x (xs: the sum of
+// x): d (q . x - 16 xs) (formats/common.wgsl's nibdot).
+fn bdot(rb: u32, cb: u32, x: array<vec4<f32>, 8>, xs: f32) -> f32 {
+  let bb = rb + 22u * (cb >> 5u);
+  let q = vec4<u32>(ld2(bb + 6u, 0u), ld2(bb + 6u, 4u), ld2(bb + 6u, 8u), ld2(bb + 6u, 12u));
+  return half(h16(bb)) * (nibdot(q, ld(bb + 2u), x) - 16.0 * xs);
+}

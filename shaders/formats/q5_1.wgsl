@@ -14,3 +14,12 @@ fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let hi = ((vec4<u32>(W[w0 + 1u]) >> (vec4<u32>(0u, 1u, 2u, 3u) + o)) & vec4<u32>(1u)) << vec4<u32>(4u);
   return vec4<f32>(lo | hi) * dm.x + dm.y;
 }
+
+// Weights cb .. cb + 32 (a block) of the row starting at byte rb dotted with x (xs: the sum of
+// x): d (q . x) + m xs (formats/common.wgsl's nibdot).
+fn bdot(rb: u32, cb: u32, x: array<vec4<f32>, 8>, xs: f32) -> f32 {
+  let w0 = (rb >> 2u) + 6u * (cb >> 5u);
+  let dm = unpack2x16float(W[w0]);
+  let q = vec4<u32>(W[w0 + 2u], W[w0 + 3u], W[w0 + 4u], W[w0 + 5u]);
+  return dm.x * nibdot(q, W[w0 + 1u], x) + dm.y * xs;
+}

@@ -34,10 +34,24 @@ fn q8_word(x: u32, o: u32) -> u32 {
   return ld2(x, o);
 }
 
+// The four signed bytes at byte o of a block's qs at byte x, as f32.
+fn q8x4(x: u32, o: u32) -> vec4<f32> {
+  return vec4<f32>((vec4<i32>(bitcast<i32>(q8_word(x, o))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
+}
+
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let blk = q8_block(rb, cb >> 5u);
-  let q = (vec4<i32>(bitcast<i32>(q8_word(blk.x + (cb & 31u), o))) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u);
-  return vec4<f32>(q) * half(h16(blk.y));
+  return q8x4(blk.x + (cb & 31u), o) * half(h16(blk.y));
+}
+
+// Weights cb .. cb + 32 (a block) of the row starting at byte rb dotted with x: d (q . x), the
+// block's d and words loaded once (xs unused).
+fn bdot(rb: u32, cb: u32, x: array<vec4<f32>, 8>, xs: f32) -> f32 {
+  let blk = q8_block(rb, cb >> 5u);
+  // (Written out: CPU compilers keep an array indexed in a loop in memory.)
+  let a = (q8x4(blk.x, 0u) * x[0] + q8x4(blk.x, 4u) * x[1]) + (q8x4(blk.x, 8u) * x[2] + q8x4(blk.x, 12u) * x[3])
+        + ((q8x4(blk.x, 16u) * x[4] + q8x4(blk.x, 20u) * x[5]) + (q8x4(blk.x, 24u) * x[6] + q8x4(blk.x, 28u) * x[7]));
+  return half(h16(blk.y)) * dot(a, vec4<f32>(1.0));
 }
 
 //@pieces

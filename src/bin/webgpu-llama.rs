@@ -183,7 +183,7 @@ mod cli {
         #[arg(long)]
         quant_out_tpr: Option<u32>,
         /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
-        /// the matrix-vector kernel on GPUs).
+        /// the matrix-vector kernel).
         #[arg(long)]
         no_fuse: bool,
         /// Query heads per workgroup of the one-token attention kernel: a divisor of the query
@@ -198,7 +198,7 @@ mod cli {
         /// one (attention_tiled.wgsl).
         #[arg(long)]
         no_tiled_attention: bool,
-        /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel on CPU adapters too.
+        /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel (the default).
         #[arg(long, conflicts_with = "no_fuse")]
         fuse: bool,
         /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
