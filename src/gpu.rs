@@ -61,7 +61,7 @@ pub struct Tuning {
     /// `None`: by group size ([`crate::attention::decode_heads`]).
     pub attn_heads: Option<u32>,
     /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel (`shaders/matvec.wgsl`, NORM and
-    /// GLU); `None`: on (see [`Tuning::fused`]).
+    /// GLU); `None`: on GPUs, and on CPU adapters with subgroups ([`Tuning::fused`]).
     pub fuse: Option<bool>,
     /// Batches of at most this many tokens use the matrix-vector kernel (each weight read once,
     /// multiplied into every token); larger ones the tiled matrix-matrix kernel. `None`: 8 on
@@ -145,14 +145,16 @@ pub struct Tuning {
 }
 
 impl Tuning {
-    /// Whether the matrix-vector forms fuse RMSNorm and SwiGLU ([`Tuning::fuse`]): on by default.
-    /// On CPU adapters too since their form shares the activations' loads across a subgroup
-    /// (`XB` in `shaders/matvec.wgsl`: the norm's sum of squares then costs a few vector ops a
-    /// step). lavapipe, decode tok/s fused / not (`bench --fuse`, `--no-fuse`): stories260K
-    /// 350-382 / 245, SmolLM2-135M 20.2-21.0 / 18.9-19.0; SwiftShader in Chromium, stories260K
-    /// 32 / 48 dispatches a token.
+    /// Whether the matrix-vector forms fuse RMSNorm and SwiGLU ([`Tuning::fuse`]): by default on
+    /// GPUs, and on CPU adapters whose matvecs share the activations' loads across a subgroup
+    /// (`XB` in `shaders/matvec.wgsl`, with [`Tuning::reduce_subgroup`] of 4 or more lanes: the
+    /// norm's sum of squares then costs a few vector ops a step). lavapipe, decode tok/s fused /
+    /// not (`bench --fuse`, `--no-fuse`): stories260K 350-382 / 245, SmolLM2-135M 20.2-21.0 /
+    /// 18.9-19.0; SwiftShader in Chromium, stories260K 32 / 48 dispatches a token. Without
+    /// subgroups every lane loads every activation, and a row's invocation would redo the norm's
+    /// sum of squares for each of its rows.
     pub fn fused(&self) -> bool {
-        self.fuse.unwrap_or(true)
+        self.fuse.unwrap_or(!self.cpu || self.reduce_subgroup >= 4)
     }
 
     /// [`Tuning::min_large_tiles`] in force: by default 128 (about one wave of an H200's 132

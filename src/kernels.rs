@@ -417,7 +417,7 @@ pub enum Geometry {
     #[default]
     Fixed,
     /// Matrix-vector kernels: `tpr` threads per row (a power of two up to 64; matvec: up to 256,
-    /// in a workgroup of `max(64, tpr)`), `tokens` token
+    /// in a workgroup of [`matvec_workgroup`] threads), `tokens` token
     /// vectors per dispatch, `span` weights a thread takes at once, and the decode fusions
     /// (matvec only: the expert kernels take [`Geometry::rows`]).
     Rows {
@@ -889,14 +889,14 @@ pub fn compose(key: &PipelineKey) -> String {
 /// Threads per workgroup of the matrix-vector kernel (`shaders/matvec.wgsl`; the expert kernels
 /// take `max(64, tpr)`): `max(64, tpr)`; with a whole row per thread (CPU adapters' form,
 /// [`crate::linear::threads_per_row`]), one subgroup of `sg` lanes (16 threads without
-/// subgroups), where a workgroup is one CPU thread's task: more, smaller tasks keep the cores
+/// subgroups of 4 or more: the form that shares loads across a subgroup needs them), where a workgroup is one CPU thread's task: more, smaller tasks keep the cores
 /// busy on narrow matrices. SwiftShader in Chromium (4 lanes), 4 / 16 threads, decode tok/s on
 /// one page (`bench-web`): stories260K 319 / 269, SmolLM2-135M 4.62 / 4.36; lavapipe (8 lanes),
 /// SmolLM2-135M, 64 / 16 threads: 8.9-9.1 / 9.5-9.7 tok/s (BENCHMARKS.md v26). With
 /// [`QuantOut`] the threads of 16 rows.
 pub fn matvec_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32 {
     match qout {
-        QuantOut::Off if tpr == 1 && sg > 0 => sg,
+        QuantOut::Off if tpr == 1 && sg >= 4 => sg,
         QuantOut::Off if tpr == 1 => 16,
         QuantOut::Off => tpr.max(64),
         _ => QUANT_OUT_ROWS / rpt * tpr,

@@ -72,8 +72,10 @@ pub struct Io<'a> {
 ///   252 / 309 / 370 / 380; with spans of 8 and 2 rows per thread, 64 / 128 / 256: 497 / 501 /
 ///   420, 311 / 342 / 324, 458 / 464 / 424, and the Llama-3-8B shape Q4_K_M 84.9 / 90.1 / 86.5.
 /// * On a CPU implementation ([`Gpu::is_cpu`]: lavapipe, SwiftShader), 1: each invocation takes
-///   a whole row, so the SIMD lanes of a workgroup read the same `X` elements in step (a uniform
-///   address: one load instead of one per lane) and no reduction is needed.
+///   a whole row, so the SIMD lanes of a workgroup read the same `X` elements in step and no
+///   reduction is needed; with subgroups each lane loads a part of them and broadcasts it to the
+///   others (`XB` in `shaders/matvec.wgsl`: these compilers load even a shared address once per
+///   lane).
 ///
 /// [`crate::gpu::Tuning::tpr`] overrides both.
 pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
@@ -213,14 +215,16 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// 833.7 tok/s (BENCHMARKS.md v24), where the quantised formats lose with 4 (8B Q4_K_M 296.1
 /// / 252.9, 1B Q4_K_M 971.0 / 809.1).
 ///
-/// SwiftShader (Chromium without a GPU) takes 4 as well since the activations are broadcast
-/// across a subgroup (`XB` in `shaders/matvec.wgsl`): SmolLM2-135M Q4_1 decode in headless
-/// Chromium here, ms a token (`bench-web --profile`) with 1 / 2 / 4 / 8 rows, 297 / 257 / 251 /
-/// 283. (Before, when every lane loaded every activation, 8 was best there: 966 / 685 / 590
-/// with 1 / 4 / 8.)
+/// SwiftShader (Chromium without a GPU) takes 4 as well where the activations are broadcast
+/// across a subgroup (`XB` in `shaders/matvec.wgsl`, subgroups of 4 or more): SmolLM2-135M Q4_1
+/// decode in headless Chromium here, ms a token (`bench-web --profile`) with 1 / 2 / 4 / 8 rows,
+/// 297 / 257 / 251 / 283; without subgroups, where every lane loads every activation, 8: 966 /
+/// 685 / 590 with 1 / 4 / 8.
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
-    let default = match gpu.is_cpu() {
-        true => 4,
+    let broadcast = gpu.tuning().reduce_subgroup >= 4;
+    let default = match (gpu.is_cpu(), gpu.is_swiftshader() && !broadcast) {
+        (true, true) => 8,
+        (true, false) => 4,
         _ if ty == GgmlType::F16 => 4,
         _ => 2,
     };

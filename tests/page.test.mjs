@@ -295,7 +295,9 @@ test('profile(): GPU time of each kernel of a step with timestamp-query, null wi
   assert.ok(r.profile, 'a profile with timestamp-query');
   assert.equal(r.profile.n, r.dispatches, 'one entry per dispatch of a one-token step');
   assert.ok(r.profile.finite && r.profile.seconds > 0 && r.profile.pass > 0 && r.profile.bytes > 0, JSON.stringify(r.profile));
-  for (const k of ['embed', 'matvec', 'rmsnorm']) assert.ok(r.profile.kernels.includes(k), `${k} in ${r.profile.kernels}`);
+  // (RMSNorm and SwiGLU run inside the matvecs where those fuse them: Tuning::fused.)
+  for (const k of ['embed', 'matvec']) assert.ok(r.profile.kernels.includes(k), `${k} in ${r.profile.kernels}`);
+  assert.ok(r.profile.kernels.some((k) => k.startsWith('attention')), `an attention kernel in ${r.profile.kernels}`);
   assert.ok(r.batch > 0, 'the prompt as one batch profiles too');
   console.log(`# profile: ${r.profile.n} kernels, ${(1e3 * r.profile.seconds).toFixed(2)} ms summed, the pass ${(1e3 * r.profile.pass).toFixed(2)} ms`);
 });

@@ -418,9 +418,10 @@ async fn config_matches_the_seed_and_progress_is_reported() {
     }
     assert_eq!(js_get(&c, "kvType").as_string().as_deref(), Some("f32"), "config.kvType");
     let dpt = config_u32(&llama, "dispatchesPerToken");
-    // embed + 5 layers x (rmsnorm, fused q/k/v, rope_kv, attention, o, rmsnorm, fused gate/up,
-    // swiglu, down) + final rmsnorm and output head: 48, against the seed's 63.
-    assert_eq!(dpt, 48.0, "dispatchesPerToken");
+    // embed + 5 layers x (q/k/v with RMSNorm, rope_kv, attention, o, gate/up with RMSNorm and
+    // SwiGLU, down) + output head with the final RMSNorm: 32, against the seed's 63 (on this
+    // device with subgroups, where the CPU adapters' matvecs fuse the norms: Tuning::fused).
+    assert_eq!(dpt, 32.0, "dispatchesPerToken");
     let file = config_u32(&llama, "fileTensorBytes");
     assert!(config_u32(&llama, "weightBytesOnGpu") >= file && file > 1e6, "weight bytes");
     assert!(config_u32(&llama, "gpuBytes") > config_u32(&llama, "weightBytesOnGpu"));

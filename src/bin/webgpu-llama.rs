@@ -230,11 +230,13 @@ mod cli {
         /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
         #[arg(long)]
         cpu_tile: Option<String>,
-        /// On CPU adapters, compile the CPU kernels without subgroups.
+        /// On CPU adapters, compile the CPU kernels (the CPU matmul, attention) without subgroups
+        /// (the matvec's CPU form follows --no-reduce-subgroups).
         #[arg(long)]
         no_cpu_subgroups: bool,
         /// Reduce in workgroup memory only, not with subgroup operations (matrix-vector row sums,
-        /// the one-token attention's softmax; default: subgroups where the device has one size).
+        /// the one-token attention's softmax; default: subgroups where the device has one size);
+        /// on CPU adapters also the matvec form that broadcasts activations across a subgroup.
         #[arg(long)]
         no_reduce_subgroups: bool,
         /// On CPU adapters, use the GPU matrix-matrix and attention kernels for prefill too.
