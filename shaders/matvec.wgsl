@@ -122,6 +122,20 @@ var<workgroup> part_ss: array<array<f32, NT>, WG>;
 //@end
 //@end
 
+// A row's output from its sums: s = W x, u = the up row's (GLU), ss = x . x (SS): divided by
+// the RMS of x (SS), then silu(s) u (GLU).
+fn finish(s: f32, u: f32, ss: f32) -> f32 {
+  var inv = 1.0;
+//@if SS
+  inv = 1.0 / sqrt(ss / f32(p.cols) + p.eps);
+//@end
+  var v = s * inv;
+//@if GLU
+  v = v / (1.0 + exp(-v)) * (u * inv);
+//@end
+  return v;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@if XB
@@ -367,21 +381,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (t == 0u && row < p.rows) {
 //@for k < NT
     if ($ku < b.x) {
-      var inv_$k = 1.0;
-//@if SS
-      inv_$k = 1.0 / sqrt(ss_$k / f32(p.cols) + p.eps);
-//@end
 //@for i < RPT
       if (row + $iu < p.rows) {
-        var v = s_$k_$i * inv_$k;
-//@if GLU
-        v = v / (1.0 + exp(-v)) * (u_$k_$i * inv_$k);
-//@end
 //@if QOUT
-        QV[(l.x / TPR) * RPT + $iu] = store($ku, row + $iu, v);
+        QV[(l.x / TPR) * RPT + $iu] = store($ku, row + $iu, finish(s_$k_$i, u_$k_$i, ss_$k));
 //@end
 //@if !QOUT
-        store($ku, row + $iu, v);
+        store($ku, row + $iu, finish(s_$k_$i, u_$k_$i, ss_$k));
 //@end
       }
 //@end
@@ -418,21 +424,20 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   if (t == 0u && row < p.rows) {
     for (var k = 0u; k < min(NT, b.x); k++) {
-      var inv = 1.0;
+      var ss = 0.0;
 //@if SS
-      inv = 1.0 / sqrt(part_ss[l.x][k] / f32(p.cols) + p.eps);
+      ss = part_ss[l.x][k];
 //@end
       for (var i = 0u; i < min(RPT, p.rows - row); i++) {
-        var v = part[l.x][k * RPT + i] * inv;
+        var u = 0.0;
 //@if GLU
-        let u = part_up[l.x][k * RPT + i] * inv;
-        v = v / (1.0 + exp(-v)) * u;
+        u = part_up[l.x][k * RPT + i];
 //@end
 //@if QOUT
-        QV[(l.x / TPR) * RPT + i] = store(k, row + i, v);
+        QV[(l.x / TPR) * RPT + i] = store(k, row + i, finish(part[l.x][k * RPT + i], u, ss));
 //@end
 //@if !QOUT
-        store(k, row + i, v);
+        store(k, row + i, finish(part[l.x][k * RPT + i], u, ss));
 //@end
       }
     }

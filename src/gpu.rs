@@ -147,14 +147,14 @@ pub struct Tuning {
 impl Tuning {
     /// Whether the matrix-vector forms fuse RMSNorm and SwiGLU ([`Tuning::fuse`]): by default on
     /// GPUs, and on CPU adapters whose matvecs share the activations' loads across a subgroup
-    /// (`XB` in `shaders/matvec.wgsl`, with [`Tuning::reduce_subgroup`] of 4 or more lanes: the
+    /// (`XB` in `shaders/matvec.wgsl`, [`crate::kernels::broadcasts`] of [`Tuning::reduce_subgroup`]: the
     /// norm's sum of squares then costs a few vector ops a step). lavapipe, decode tok/s fused /
     /// not (`bench --fuse`, `--no-fuse`): stories260K 350-382 / 245, SmolLM2-135M 20.2-21.0 /
     /// 18.9-19.0; SwiftShader in Chromium, stories260K 32 / 48 dispatches a token. Without
     /// subgroups every lane loads every activation, and a row's invocation would redo the norm's
     /// sum of squares for each of its rows.
     pub fn fused(&self) -> bool {
-        self.fuse.unwrap_or(!self.cpu || self.reduce_subgroup >= 4)
+        self.fuse.unwrap_or(!self.cpu || crate::kernels::broadcasts(self.reduce_subgroup))
     }
 
     /// [`Tuning::min_large_tiles`] in force: by default 128 (about one wave of an H200's 132

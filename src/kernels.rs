@@ -896,11 +896,20 @@ pub fn compose(key: &PipelineKey) -> String {
 /// [`QuantOut`] the threads of 16 rows.
 pub fn matvec_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32 {
     match qout {
-        QuantOut::Off if tpr == 1 && sg >= 4 => sg,
+        QuantOut::Off if tpr == 1 && broadcasts(sg) => sg,
         QuantOut::Off if tpr == 1 => 16,
         QuantOut::Off => tpr.max(64),
         _ => QUANT_OUT_ROWS / rpt * tpr,
     }
+}
+
+/// Whether the matrix-vector kernel's CPU-adapter form (a row group per invocation) shares the
+/// activations' loads across subgroups of `sg` lanes (`XB` in `shaders/matvec.wgsl`): with 4 or
+/// more lanes (so that a 32-column step's 8 vec4s take at most 2 loads a lane). The defaults
+/// that suit that form ([`matvec_workgroup`], [`crate::linear::rows_per_thread`],
+/// [`crate::gpu::Tuning::fused`]) ask here too.
+pub fn broadcasts(sg: u32) -> bool {
+    sg >= 4
 }
 
 /// The compile-time constants of `key`'s geometry, by name (the bounds of `//@for` blocks).
@@ -924,7 +933,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             // (QOUT only with the integer form: formats without it compose the plain f32 form.)
             let (qout, qnorm) = (int && qout != QuantOut::Off, int && qout == QuantOut::Norm);
             // XB: matvec.wgsl's CPU-adapter form (activations loaded across a subgroup's lanes).
-            let xb = tpr == 1 && span == 32 && un == 1 && sg >= 4 && wide == 0;
+            let xb = tpr == 1 && span == 32 && un == 1 && broadcasts(sg) && wide == 0;
             assert!(!qout || QUANT_OUT_ROWS % rpt == 0, "QOUT: rows per thread must divide 16");
             vec![
                 ("NT", tokens),

@@ -221,7 +221,7 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// 297 / 257 / 251 / 283; without subgroups, where every lane loads every activation, 8: 966 /
 /// 685 / 590 with 1 / 4 / 8.
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
-    let broadcast = gpu.tuning().reduce_subgroup >= 4;
+    let broadcast = crate::kernels::broadcasts(gpu.tuning().reduce_subgroup);
     let default = match (gpu.is_cpu(), gpu.is_swiftshader() && !broadcast) {
         (true, true) => 8,
         (true, false) => 4,
