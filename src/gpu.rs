@@ -44,7 +44,7 @@ pub struct Tuning {
     /// Where the one-token form is the integer one, the linear ops whose output the next one reads
     /// in the integer form write it themselves (`QOUT`, [`crate::linear::Fuse::quant_out`]): the
     /// output and down projections (`quant_out`) and the SwiGLU matvec (`quant_out_glu`);
-    /// `None`: on, and for the SwiGLU matvec by the model's width ([`crate::linear::quant_out`]).
+    /// `None`: on ([`crate::linear::quant_out`]).
     pub quant_out: Option<bool>,
     /// See [`Tuning::quant_out`].
     pub quant_out_glu: Option<bool>,

@@ -237,21 +237,22 @@ fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32
     matvec_workgroup(tpr, rpt, sg, qout) / tpr * rpt
 }
 
-/// Whether, in a model `d` wide, the one-token integer-form matvecs that write the residual
-/// stream (the output and down projections; `glu`: gate/up with SwiGLU, the down projection's
-/// input) also write the next linear op's integer activations ([`Fuse::quant_out`]), so that it
-/// needs no quantize dispatch: [`crate::gpu::Tuning::quant_out`], on by default;
-/// `quant_out_glu`, by default as `quant_out` where `d <= 2048`. Measured on an H200 (top-1
-/// tg128 after pp512, same session, with / without): Llama-3.2-1B shape Q8_0 842 / 780, Q4_K_M
-/// 791 / 775 (both on, BENCHMARKS.md v12); Llama-3-8B shape Q4_K_M, the projections only:
-/// 267.1, 268.7, 264.2 / 262.8, 263.5, 265.4, at depth 4096 224.4 / 217.8 (v13, after Q6_K's
-/// cheaper integer form and the split attention heads; in v12, before them, the 8B lost up to
-/// 2.5% with both on). The 8B's SwiGLU matvec with it is unmeasured since.
-pub fn quant_out(gpu: &Gpu, d: u32, glu: bool) -> bool {
+/// Whether the one-token integer-form matvecs that write the residual stream (the output and
+/// down projections; `glu`: gate/up with SwiGLU, the down projection's input) also write the
+/// next linear op's integer activations ([`Fuse::quant_out`]), so that it needs no quantize
+/// dispatch: [`crate::gpu::Tuning::quant_out`] and `quant_out_glu`, on by default. Measured on
+/// an H200 (top-1 tg128 after pp512, same session, with / without): Llama-3.2-1B shape Q8_0 842
+/// / 780, Q4_K_M 791 / 775 (both on, BENCHMARKS.md v12); Llama-3-8B shape Q4_K_M, the
+/// projections only: 267.1, 268.7, 264.2 / 262.8, 263.5, 265.4, at depth 4096 224.4 / 217.8
+/// (v13). The 8B's SwiGLU matvec (all logits): 271.8, 275.3 / 276.1, 272.5 on an H200 (v19);
+/// 279.0, 275.1, 284.1, 281.3, 278.2, 281.2, 278.8 / 273.9, 272.0, 278.9, 277.4, 278.4, 276.3,
+/// 279.0 on an H100 (v29: 1% on average, 32 dispatches a token fewer), so it is on at every
+/// width since v29 (before, only up to 2048 wide).
+pub fn quant_out(gpu: &Gpu, glu: bool) -> bool {
     let t = gpu.tuning();
     let plain = t.quant_out.unwrap_or(true);
     if glu {
-        t.quant_out_glu.unwrap_or(plain && d <= 2048)
+        t.quant_out_glu.unwrap_or(plain)
     } else {
         plain
     }

@@ -161,7 +161,7 @@ impl Llama {
         let rope_fused = attention::fuses_rope(gpu, &cfg);
         // The residual stream's writers, and the SwiGLU matvec, also write the next linear op's
         // integer activations where it reads them (Fuse::quant_out): no quantize dispatch.
-        let (qout, qout_glu) = (fuse && quant_out(gpu, d, false), fuse && quant_out(gpu, d, true));
+        let (qout, qout_glu) = (fuse && quant_out(gpu, false), fuse && quant_out(gpu, true));
         // The value projection may write the token's value into the cache only where one-token
         // attention then reads it there (RoPE fused, an f32 cache) and one-token batches take
         // the matrix-vector form (Fuse::cache_row).

@@ -217,8 +217,8 @@ fn width_2048_regrouped_q6_k_dense_and_moe() {
     // attention_combine_wide.wgsl, writes them.
     assert_close("Q4_K_M, d 2048, 40 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |t| t.splits = Some(40)));
     assert_close("Q4_K_M, d 2048, 40 key splits, combine", compare_tuned(&bytes, dense.vocab, 3, None, combine(40)));
-    // The linear ops write the next one's integers at d 2048 by default (QOUT, and INORM for
-    // the norms); without, quantize ops (as wider models run).
+    // The linear ops write the next one's integers by default (QOUT, and INORM for the
+    // norms); without, quantize ops.
     let off = |t: &mut webgpu_llama::gpu::Tuning| (t.quant_out, t.quant_out_glu) = (Some(false), Some(false));
     assert_close("Q4_K_M, d 2048, no QOUT", compare_tuned(&bytes, dense.vocab, 3, None, off));
     let moe = Shape { experts: 4, topk: 2, ..dense };

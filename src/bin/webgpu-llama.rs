@@ -175,7 +175,7 @@ mod cli {
         #[arg(long)]
         quant_out: Option<bool>,
         /// The same for the SwiGLU matvec (the down projection's input): on / off (default: as
-        /// --quant-out for models up to 2048 wide, else off).
+        /// --quant-out).
         #[arg(long)]
         quant_out_glu: Option<bool>,
         /// Threads per row of the matrix-vector kernels with QOUT: a power of two up to 64, cut to
