@@ -1,6 +1,6 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
 // Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const WG, TPR, RPW, RPT, NT,
-// SPAN, NG, UN, UNG, NORM, GLU, SG, WIDE, IDOT, INORM, SS, QOUT, QNORM, XB, BDOT, SPANS, WGRED`
+// SPAN, NG, UN, UNG, NORM, GLU, SG, LANES, WIDE, IDOT, INORM, SS, QOUT, QNORM, XB, BDOT, SPANS, WGRED`
 // (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
 // RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
@@ -15,9 +15,8 @@
 // The `//@for` blocks are unrolled at compose time (kernels::unroll) into named registers: the
 // drivers' compilers keep a private array indexed in a loop in memory when they do not unroll it.
 //
-// LANES: the lanes of a row summed by subgroup shuffles (SG > 0), else 1; the rest of the TPR
-// partial sums are added in workgroup memory.
-const LANES: u32 = select(1u, min(TPR, SG), SG > 0u);
+// LANES (composed, kernels::matvec_lanes): the lanes of a row summed by subgroup shuffles (SG >
+// 0), else 1; the rest of the TPR partial sums are added in workgroup memory (WGRED).
 
 // Decode fusions (linear::Fuse), so that a decoded token needs fewer dispatches:
 // NORM = 1: X holds the raw residual stream and NW the RMSNorm weights; the kernel computes

@@ -812,8 +812,9 @@ pub fn compose(key: &PipelineKey) -> String {
                 wg / tpr
             );
             s += &format!(
-                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {norm}u;\nconst GLU: u32 = {}u;\nconst SG: u32 = {sg}u;\n",
-                glu as u32
+                "const SPAN: u32 = {span}u;\nconst NG: u32 = {ng}u;\nconst UN: u32 = {un}u;\nconst NORM: u32 = {norm}u;\nconst GLU: u32 = {}u;\nconst SG: u32 = {sg}u;\nconst LANES: u32 = {}u;\n",
+                glu as u32,
+                matvec_lanes(tpr, sg)
             );
         }
         Geometry::Tile(t) => s += &format!("const BM: u32 = {}u;\nconst BN: u32 = {}u;\nconst TM: u32 = {}u;\nconst TN: u32 = {}u;\n", t.bm, t.bn, t.tm, t.tn),
@@ -903,6 +904,17 @@ pub fn matvec_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32 {
     }
 }
 
+/// Lanes of a row of the matrix-vector kernel that subgroup shuffles sum (`LANES` in
+/// `shaders/matvec.wgsl`): `min(tpr, sg)` with subgroups of `sg` lanes, else 1. With more threads
+/// a row than that, the rest are summed in workgroup memory (`WGRED`).
+pub fn matvec_lanes(tpr: u32, sg: u32) -> u32 {
+    if sg > 0 {
+        tpr.min(sg)
+    } else {
+        1
+    }
+}
+
 /// Whether the matrix-vector kernel's CPU-adapter form (a row group per invocation) shares the
 /// activations' loads across subgroups of `sg` lanes (`XB` in `shaders/matvec.wgsl`): with 4 or
 /// more lanes (so that a 32-column step's 8 vec4s take at most 2 loads a lane). The defaults
@@ -949,7 +961,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("WIDE", wide),
                 // WGRED: the rows' partial sums are joined in workgroup memory (more threads a
                 // row than a subgroup's lanes; matvec.wgsl's LANES).
-                ("WGRED", (tpr > if sg > 0 { tpr.min(sg) } else { 1 }) as u32),
+                ("WGRED", (tpr > matvec_lanes(tpr, sg)) as u32),
                 ("XB", xb as u32),
                 ("XR", 8u32.div_ceil(sg.max(1))),
                 ("SPANS", (wide == 0 && !xb) as u32),

@@ -96,7 +96,9 @@ fn nibdot(q: vec4<u32>, h: u32, x: array<vec4<f32>, 8>) -> f32 {
   return dot(a, vec4<f32>(1.0));
 }
 
-// Weights j .. j + 4 (j a multiple of 4) of nibdot's block from its word q of nibbles and h.
+// Weights j .. j + 4 (j a multiple of 4) of a block of 32 4-bit weights (nibdot's layout), as
+// values 0 .. 31: from q, the word of bytes j % 16 .. + 4 (its low nibbles for j < 16, else its
+// high ones), and h, the fifth bits (0 for Q4_0 and Q4_1). The formats' dq4a and nibdot take it.
 fn nib5(q: u32, h: u32, j: u32) -> vec4<f32> {
   let hi = ((vec4<u32>(h) >> (vec4<u32>(0u, 1u, 2u, 3u) + j)) & vec4<u32>(1u)) << vec4<u32>(4u);
   return vec4<f32>(vec4<i32>((bytes4(q, (j >> 4u) << 2u) & vec4<u32>(15u)) | hi));

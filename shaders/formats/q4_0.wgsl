@@ -10,8 +10,7 @@ const CHUNK: u32 = 32u;
 // (dq4s: common.wgsl's, through this.)
 fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let bb = rb + 18u * (cb >> 5u);
-  let q = bytes4(ld2(bb + 2u, o & 15u), (o >> 4u) << 2u) & vec4<u32>(15u);
-  return (vec4<f32>(q) - 8.0) * half(h16(bb));
+  return (nib5(ld2(bb + 2u, o & 15u), 0u, o) - 8.0) * half(h16(bb));
 }
 
 // Weights cb .. cb + 32 (a block) of the row starting at byte rb dotted with x (xs: the sum of

@@ -11,9 +11,7 @@ const CHUNK: u32 = 32u;
 // (dq4s: common.wgsl's, through this.)
 fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let bb = rb + 22u * (cb >> 5u);
-  let lo = bytes4(ld2(bb + 6u, o & 15u), (o >> 4u) << 2u) & vec4<u32>(15u);
-  let hi = ((vec4<u32>(ld(bb + 2u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + o)) & vec4<u32>(1u)) << vec4<u32>(4u);
-  return (vec4<f32>(lo | hi) - 16.0) * half(h16(bb));
+  return (nib5(ld2(bb + 6u, o & 15u), ld(bb + 2u), o) - 16.0) * half(h16(bb));
 }
 
 // Weights cb .. cb + 32 (a block) of the row starting at byte rb dotted with x (xs: the sum of

@@ -10,9 +10,7 @@ const CHUNK: u32 = 32u;
 fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let w0 = (rb >> 2u) + 6u * (cb >> 5u);
   let dm = unpack2x16float(W[w0]);
-  let lo = bytes4(W[w0 + 2u + ((o & 15u) >> 2u)], (o >> 4u) << 2u) & vec4<u32>(15u);
-  let hi = ((vec4<u32>(W[w0 + 1u]) >> (vec4<u32>(0u, 1u, 2u, 3u) + o)) & vec4<u32>(1u)) << vec4<u32>(4u);
-  return vec4<f32>(lo | hi) * dm.x + dm.y;
+  return nib5(W[w0 + 2u + ((o & 15u) >> 2u)], W[w0 + 1u], o) * dm.x + dm.y;
 }
 
 // Weights cb .. cb + 32 (a block) of the row starting at byte rb dotted with x (xs: the sum of
