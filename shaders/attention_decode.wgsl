@@ -35,235 +35,18 @@
 // KV head touches it. Binding 7: rope_kv's cos/sin table.
 // With `SG` (a subgroup size dividing KC, at least 2), step 2's max and sum are subgroup
 // operations, then one exchange in workgroup memory, instead of log2(KC)-level trees.
-// With `COMBINE` (and ROPE) the key splits are merged here, not by a combine dispatch: each
-// workgroup writes its partial, then counts itself done on its head group's ticket (an atomic
-// counter after the partials, from `TICKETS` on), and the group's last workgroup to finish (the
-// last-block pattern of CUDA's threadFenceReduction sample) merges them (`merge`) and resets
-// the ticket. A storage barrier (device scope in SPIR-V) orders a workgroup's partials before
-// its ticket, another the merging workgroup's reads after it. (WGSL promises storageBarrier
-// only within a workgroup; naga's SPIR-V makes it device scope, which this relies on:
-// attention::fuses_combine keeps it to Vulkan.) The partials are laid out per head group
-// ([group][split] blocks of G heads, each block whole 128-byte lines, `GS` floats), so that
-// no other workgroup's reads can have left a line of them in the merging one's cache: only a
-// group's merge reads its blocks. With `QUANT` it
-// also writes the G heads' output rows as quantize_half.wgsl's integers (bindings 8 XQW, 9
-// XSW; head dims a multiple of 16), as the combine's QUANT does.
-// Bindings as attention.wgsl's. Grid (GQ / G, n_kv, splits).
-struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, rot: u32, _b: u32, _c: u32 };
-struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> qkv: array<f32>;
-//@if KV16
-//@if ROPE
-@group(0) @binding(3) var<storage, read_write> kc: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read_write> vc: array<vec2<u32>>;
-//@end
-//@if !ROPE
-@group(0) @binding(3) var<storage, read> kc: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec2<u32>>;
-//@end
-//@end
-//@if !KV16
-//@if ROPE
-@group(0) @binding(3) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> vc: array<vec4<f32>>;
-//@end
-//@if !ROPE
-@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
-//@end
-//@end
-@group(0) @binding(5) var<storage, read_write> o: array<f32>;
-//@if !COMBINE
-@group(0) @binding(6) var<storage, read_write> partials: array<f32>;
-//@end
-//@if COMBINE
-struct Partials { p: array<f32, TICKETS>, tickets: array<atomic<u32>> };
-@group(0) @binding(6) var<storage, read_write> partials: Partials;
-//@end
-//@if ROPE
-@group(0) @binding(7) var<storage, read> cs: array<f32>;
-//@end
-//@if QUANT
-@group(0) @binding(8) var<storage, read_write> XQW: array<vec4<u32>>;
-@group(0) @binding(9) var<storage, read_write> XSW: array<vec2<f32>>;
-//@end
-
-const NEG: f32 = -3.0e38; // a masked score
+// With `COMBINE` (and ROPE) the key splits are merged here (attention_decode_io.wgsl's `merge`).
+// Bindings and the shared helpers: attention_decode_io.wgsl. Grid (GQ / G, n_kv, splits).
 var<workgroup> Q: array<vec4<f32>, G * HD / 4u>;
 var<workgroup> S: array<array<f32, KC>, G>; // scores, then softmax weights, of the KC keys
-// Value dims in 4-dim groups: NDG groups per head; KG key groups (composed: a power of two with
-// KG x NDG <= KC) of KPG keys each share the KC threads, so the groups cover a chunk's KC keys
-// exactly (with more than KC dim groups, one key group and DPT dim groups per thread).
-const NDG: u32 = HD / 4u;
+// KG key groups (composed: a power of two with KG x NDG <= KC) of KPG keys each share the KC
+// threads, so the groups cover a chunk's KC keys exactly (with more than KC dim groups, one key
+// group and DPT dim groups per thread).
 const KPG: u32 = KC / KG;
 var<workgroup> O: array<array<vec4<f32>, KC>, G>; // the trees of step 2 (x), the key groups' sums at the end
-//@if COMBINE
-var<workgroup> TICKET: u32; // the head group's count of finished splits before this one
-//@end
 //@if ROPE
 var<workgroup> OWN: array<f32, G>; // the token's own key's weights (ROPE)
 var<workgroup> KOWN: array<vec4<f32>, HD / 4u>; // the token's own key, rotated (ROPE)
-//@end
-
-// Key-cache elements 4i .. 4i + 4.
-fn key4(i: u32) -> vec4<f32> {
-//@if KV16
-  let w = kc[i];
-  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
-//@end
-//@if !KV16
-  return kc[i];
-//@end
-}
-
-// Value-cache elements 4i .. 4i + 4.
-fn value4(i: u32) -> vec4<f32> {
-//@if KV16
-  let w = vc[i];
-  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
-//@end
-//@if !KV16
-  return vc[i];
-//@end
-}
-
-// Partial results' element i := x (see `partial`).
-fn put(i: u32, x: f32) {
-//@if COMBINE
-  partials.p[i] = x;
-//@end
-//@if !COMBINE
-  partials[i] = x;
-//@end
-}
-
-// Where head g of a workgroup's G (from h0 on, head group `group`) keeps its partial of split
-// `split` (HD dims, max, sum): attention_combine.wgsl's layout, or with COMBINE the head
-// group's blocks.
-fn partial(group: u32, split: u32, g: u32) -> u32 {
-//@if COMBINE
-  return (group * MAX_SPLITS + split) * GS + g * (HD + 2u);
-//@end
-//@if !COMBINE
-  return (split * p.n_heads + group * G + g) * (HD + 2u);
-//@end
-}
-
-// qkv[o] .. qkv[o + 4].
-fn qkv4(o: u32) -> vec4<f32> {
-  return vec4<f32>(qkv[o], qkv[o + 1u], qkv[o + 2u], qkv[o + 3u]);
-}
-
-// Dims d .. d + 4 (d a multiple of 4) of a head at position pos, RoPE applied as rope_kv.wgsl
-// does: dims (d, d + 1) are pair d / 2, (d + 2, d + 3) pair d / 2 + 1; pairs from p.rot on pass.
-fn rope4(x: vec4<f32>, d: u32, pos: u32) -> vec4<f32> {
-//@if ROPE
-  var y = x;
-  let j = d / 2u;
-  if (j < p.rot) {
-    let t = 2u * (pos * p.rot + j);
-    y = vec4<f32>(x.x * cs[t] - x.y * cs[t + 1u], x.x * cs[t + 1u] + x.y * cs[t], y.z, y.w);
-  }
-  if (j + 1u < p.rot) {
-    let t = 2u * (pos * p.rot + j + 1u);
-    y = vec4<f32>(y.x, y.y, x.z * cs[t] - x.w * cs[t + 1u], x.z * cs[t + 1u] + x.w * cs[t]);
-  }
-  return y;
-//@end
-//@if !ROPE
-  return x;
-//@end
-}
-
-// Where KV head kvh's value of the token starts in qkv.
-fn vnew(kvh: u32) -> u32 {
-  return (p.n_heads + p.n_kv + kvh) * HD;
-}
-
-// Dims 4 dg .. 4 dg + 4 of KV head kvh's value of the token (ROPE): from qkv, or with VCACHED from
-// the token's cache row.
-fn own_value(kvh: u32, dg: u32) -> vec4<f32> {
-//@if VCACHED
-  return value4((st.pos0 * p.n_kv * HD + kvh * HD) / 4u + dg);
-//@end
-//@if !VCACHED
-  return qkv4(vnew(kvh) + 4u * dg);
-//@end
-}
-
-//@if COMBINE
-// After this workgroup's partials of heads h0 .. h0 + G (by all KC threads, j this one's): if it
-// is the last of the ns splits of head group `group` to finish, the merge of their partials
-// into o, attention_combine.wgsl's maths with its latency cut: thread i takes dims 4 (i % NDG)
-// .. of head i / NDG and loads every split's max, sum and dims, 8 splits at a time, rescaling
-// once per 8 (their weights then independent, not a chain); with QUANT four threads write each
-// half's integers. On an H200 (Llama-3-8B shape, BENCHMARKS.md v20) that took the merge, timed
-// alone, from 7.3 us a layer (a chain of rescales, one thread a half) to 5.1.
-fn merge(group: u32, h0: u32, j: u32, ns: u32) {
-  // (Release: this workgroup's partials before its ticket.)
-  storageBarrier();
-  if (j == 0u) { TICKET = atomicAdd(&partials.tickets[group], 1u); }
-  if (workgroupUniformLoad(&TICKET) + 1u < ns) { return; }
-  // (Acquire: the other workgroups' partials after the ticket. On an H200 a release barrier
-  // on the merging workgroup's path cost nothing measurable: BENCHMARKS.md v20, nofence.)
-  storageBarrier();
-  if (j == 0u) { atomicStore(&partials.tickets[group], 0u); }
-  for (var i = j; i < G * NDG; i += KC) {
-    let b0 = partial(group, 0u, i / NDG);
-    let d0 = b0 + 4u * (i % NDG);
-    var mx = NEG;
-    var z = 0.0;
-    var acc = vec4<f32>();
-    for (var s0 = 0u; s0 < ns; s0 += 8u) {
-      var ml: array<vec2<f32>, 8>; // split s0 + u's max and sum
-      var a: array<vec4<f32>, 8>;
-      for (var u = 0u; u < 8u; u++) {
-        let at = min(s0 + u, ns - 1u) * GS;
-        ml[u] = vec2<f32>(partials.p[b0 + at + HD], partials.p[b0 + at + HD + 1u]);
-        a[u] = vec4<f32>(partials.p[d0 + at], partials.p[d0 + at + 1u], partials.p[d0 + at + 2u], partials.p[d0 + at + 3u]);
-      }
-      // The 8 splits' max, one rescale, then their weights (independent, not a chain of
-      // rescales). A split without keys has sum 0 and adds nothing.
-      var m = mx;
-      for (var u = 0u; u < 8u; u++) {
-        if (s0 + u < ns && ml[u].y > 0.0) { m = max(m, ml[u].x); }
-      }
-      let c = exp(mx - m);
-      acc *= c;
-      z *= c;
-      mx = m;
-      for (var u = 0u; u < 8u; u++) {
-        if (s0 + u < ns && ml[u].y > 0.0) {
-          let e = exp(ml[u].x - m);
-          acc += a[u] * e;
-          z += ml[u].y * e;
-        }
-      }
-    }
-    let y = acc / z;
-    for (var e = 0u; e < 4u; e++) { o[h0 * HD + 4u * i + e] = y[e]; }
-//@if QUANT
-    Q[i] = y;
-//@end
-  }
-//@if QUANT
-  // The heads' rows (in Q, whose queries are done with) as integers: thread i writes vec4 i's
-  // digits, its half's scale from all four (quantize_half's maths, four threads a half).
-  workgroupBarrier();
-  for (var i = j; i < G * NDG; i += KC) {
-    let k = i / 4u;
-    let s = half_scale(array<vec4<f32>, 4>(Q[4u * k], Q[4u * k + 1u], Q[4u * k + 2u], Q[4u * k + 3u]));
-    let q = half_digits(Q[i], s.y);
-    let at = 3u * (h0 * HD / 16u + k);
-    XQW[at][i % 4u] = q.x;
-    XQW[at + 1u][i % 4u] = q.y;
-    XQW[at + 2u][i % 4u] = q.z;
-    if (i % 4u == 0u) { XSW[h0 * HD / 16u + k] = vec2<f32>(s.x, s.z); }
-  }
-//@end
-}
 //@end
 
 @compute @workgroup_size(KC)
@@ -471,24 +254,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
   }
   for (var g = 0u; g < G; g++) {
-    let h = h0 + g;
-    let base = partial(kvh * (GQ / G) + wg.x, wg.z, g);
     for (var t = 0u; t < DPT; t++) {
       let dg = j + KC * t;
       if (j < NDG && dg < NDG) {
-        let a = acc[g][t];
-        for (var e = 0u; e < 4u; e++) {
-          if (nwg.z == 1u) {
-            o[h * HD + 4u * dg + e] = a[e] / lsum[g];
-          } else {
-            put(base + 4u * dg + e, a[e]);
-          }
-        }
+        put_dims(kvh * (GQ / G) + wg.x, wg.z, nwg.z, h0, g, dg, acc[g][t], lsum[g]);
       }
     }
     if (j == 0u && nwg.z > 1u) {
-      put(base + HD, m[g]);
-      put(base + HD + 1u, lsum[g]);
+      put_stats(kvh * (GQ / G) + wg.x, wg.z, g, m[g], lsum[g]);
     }
   }
 //@if ROPE
@@ -496,23 +269,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // (the first of the KV head's).
   if (kbeg <= st.pos0 && st.pos0 < kend && wg.x == 0u) {
     for (var dg = j; dg < NDG; dg += KC) {
-      let c = (st.pos0 * kvd + kvh * HD) / 4u + dg;
-      let k = KOWN[dg];
-//@if KV16
-      kc[c] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
-//@end
-//@if !KV16
-      kc[c] = k;
-//@end
-//@if !VCACHED
-      let v = qkv4(vnew(kvh) + 4u * dg);
-//@if KV16
-      vc[c] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
-//@end
-//@if !KV16
-      vc[c] = v;
-//@end
-//@end
+      store_own(kvh, dg, KOWN[dg]);
     }
   }
 //@end

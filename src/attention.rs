@@ -199,6 +199,18 @@ fn decode_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
     shared <= limits.max_compute_workgroup_storage_size && keys <= limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x)
 }
 
+/// Workgroup memory of the merge's split groups in `attention_decode_wide.wgsl` of `threads`
+/// threads and `heads` query heads, where it merges its key splits
+/// ([`crate::gpu::Tuning::fused_combine`]): each group's dims, max and sum (`MACC`, `MMZ` in
+/// `shaders/attention_decode_io.wgsl`; [`crate::kernels::merge_groups`]).
+fn merge_bytes(gpu: &Gpu, cfg: &Config, threads: u32, heads: u32) -> u32 {
+    if gpu.tuning().fused_combine.unwrap_or(false) {
+        24 * threads.max(heads * cfg.head_dim / 4)
+    } else {
+        0
+    }
+}
+
 /// Keys a chunk of `attention_decode.wgsl` (`KC`, and threads a workgroup) for a one-token step
 /// at `kv_len` keys in `splits` splits: 128 where a split holds an even number of 64-key chunks
 /// (2, 4, ...), so that it walks half as many chunks in series (each chunk is a few waits on
@@ -216,6 +228,48 @@ pub fn decode_chunk(gpu: &Gpu, kv_len: u32, splits: u32) -> u32 {
 fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
     let chunks = kv_len.div_ceil(splits.max(1)).div_ceil(64);
     forced.unwrap_or(if chunks >= 2 && chunks % 2 == 0 { 128 } else { 64 })
+}
+
+/// Threads a workgroup of `shaders/attention_decode_wide.wgsl` for `head_dim` and chunks of
+/// `keys` keys (64 or 128): 8 of a chunk's key vectors and 8 of its value vectors each
+/// (`head_dim` x `keys` / 32), at least `keys`.
+pub fn wide_threads(head_dim: u32, keys: u32) -> u32 {
+    (head_dim * keys / 32).max(keys)
+}
+
+/// Whether one-token steps take `shaders/attention_decode_wide.wgsl` instead of
+/// `attention_decode.wgsl`: a chunk's key and value loads all in flight at once (8 vectors a
+/// thread), the next chunk's while it is summed. It takes the fused form only
+/// ([`fuses_combine`]), head dims of a power of two times 4, and [`wide_fits`] for chunks of 64
+/// keys; [`crate::gpu::Tuning::attn_wide`] turns it on or off, by default on for head dims past
+/// [`PREFETCH_MAX_HD`] (up to there `attention_decode.wgsl` loads a chunk's keys and first
+/// values at once too). Measured on an H100 (BENCHMARKS.md v30), decode tg128, all logits,
+/// `attention_decode.wgsl` / wide, alternated in one session: Llama-3-8B shape Q4_K_M (head dim
+/// 128) after 512 keys 281.0, 281.1, 277.2, 279.7, 281.6 / 294.3, 291.2, 290.5, 287.2, 291.4,
+/// after 4096 keys 244.0, 245.6 / 247.4, 250.5; Llama-3.2-1B shape (head dim 64) after 512 keys
+/// Q8_0 859.0, 861.2, 887.3, 870.0 / 869.8, 873.1, 878.0, 843.6, after 4096 keys Q8_0 774.3,
+/// 791.9 / 750.6, 770.2 and F16 648.6, 642.8 / 642.4, 637.7.
+pub fn decode_wide(gpu: &Gpu, cfg: &Config) -> bool {
+    let hd = cfg.head_dim;
+    let on = gpu.tuning().attn_wide.unwrap_or(hd > PREFETCH_MAX_HD);
+    on && fuses_combine(gpu, cfg) && hd % 4 == 0 && (hd / 4).is_power_of_two() && wide_fits(gpu, cfg, 64)
+}
+
+/// Whether `attention_decode_wide.wgsl` with chunks of `keys` keys fits the device: its threads
+/// ([`wide_threads`]) a workgroup, subgroups of at least the threads a key that tile the
+/// workgroup, and its workgroup memory (q, scores, the subgroups' maxima and sums and the key
+/// groups' sums per head; the own key and value and the merge's ticket once).
+pub fn wide_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
+    let (hd, sg) = (cfg.head_dim, gpu.tuning().reduce_subgroup);
+    let threads = wide_threads(hd, keys);
+    let heads = decode_heads(gpu, cfg);
+    let shared = heads * (4 * hd + keys * 4 + threads * 16 + 2 * 4 * threads / sg.max(1)) + 8 * hd + 4 + merge_bytes(gpu, cfg, threads, heads);
+    let limits = gpu.limits();
+    sg >= (threads / keys).max(2)
+        && sg.is_power_of_two()
+        && threads % sg == 0
+        && threads <= limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x)
+        && shared <= limits.max_compute_workgroup_storage_size
 }
 
 /// Query heads per workgroup of `attention_decode.wgsl` ([`Geometry::AttentionDecode`]'s
@@ -381,8 +435,16 @@ impl Builder<'_> {
             // splits of several chunks), or splits or chunks are forced.
             let first = variants.len();
             let t = self.gpu.tuning();
-            let prefetch = t.attn_prefetch.unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
-            let wide = (merges || t.splits.is_some() || t.attn_chunk == Some(128)) && decode_fits(self.gpu, cfg, 128);
+            let spread = merges && decode_wide(self.gpu, cfg);
+            let prefetch = !spread && t.attn_prefetch.unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
+            // (The spread kernel's chunks are 64 keys unless forced: it walks a split's chunks
+            // with the next one's loads in flight, and its 128-key form was slower, BENCHMARKS.md v30.)
+            let wide = if spread {
+                t.attn_chunk == Some(128) && wide_fits(self.gpu, cfg, 128)
+            } else {
+                (merges || t.splits.is_some() || t.attn_chunk == Some(128)) && decode_fits(self.gpu, cfg, 128)
+            };
+            let kernel = if spread { Kernel::AttentionDecodeWide } else { Kernel::AttentionDecode };
             for keys in [64, 128].into_iter().filter(|&k| k == 64 || wide) {
                 let geometry = Geometry::AttentionDecode {
                     head_dim: cfg.head_dim,
@@ -398,7 +460,7 @@ impl Builder<'_> {
                     keys,
                     prefetch,
                 };
-                variants.push(self.variant(PipelineKey::new(Kernel::AttentionDecode, geometry), &with_rope));
+                variants.push(self.variant(PipelineKey::new(kernel, geometry), &with_rope));
             }
             (first, g / heads, variants.len() - first > 1)
         });

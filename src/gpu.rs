@@ -142,6 +142,10 @@ pub struct Tuning {
     /// so that the two waits on memory can overlap; `None`: on for head dims up to
     /// [`crate::attention::PREFETCH_MAX_HD`] (measured there).
     pub attn_prefetch: Option<bool>,
+    /// One-token attention through `shaders/attention_decode_wide.wgsl` where it applies
+    /// ([`crate::attention::decode_wide`]); `None`: for head dims past
+    /// [`crate::attention::PREFETCH_MAX_HD`].
+    pub attn_wide: Option<bool>,
 }
 
 impl Tuning {
@@ -251,6 +255,7 @@ impl Gpu {
                 fused_combine: None,
                 attn_chunk: None,
                 attn_prefetch: None,
+                attn_wide: None,
             },
         };
         gpu.set_cpu(cpu);

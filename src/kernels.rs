@@ -36,6 +36,9 @@ pub enum Kernel {
     Attention,
     /// Attention of a one-token batch (decoding): a key per thread, then a value dim per thread.
     AttentionDecode,
+    /// The same with a chunk's key and value loads spread over 8 vectors a thread, all in flight
+    /// at once ([`crate::attention::decode_wide`]).
+    AttentionDecodeWide,
     /// Merges attention's key splits (flash-decoding).
     AttentionCombine,
     /// The same for many splits: 256 threads a head instead of 64.
@@ -70,7 +73,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 22] = [
+    pub const ALL: [Kernel; 23] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -80,6 +83,7 @@ impl Kernel {
         Kernel::RopeKv,
         Kernel::Attention,
         Kernel::AttentionDecode,
+        Kernel::AttentionDecodeWide,
         Kernel::AttentionCombine,
         Kernel::AttentionCombineWide,
         Kernel::AttentionCpu,
@@ -107,6 +111,7 @@ impl Kernel {
             Kernel::RopeKv => include_str!("../shaders/rope_kv.wgsl"),
             Kernel::Attention => include_str!("../shaders/attention.wgsl"),
             Kernel::AttentionDecode => include_str!("../shaders/attention_decode.wgsl"),
+            Kernel::AttentionDecodeWide => include_str!("../shaders/attention_decode_wide.wgsl"),
             Kernel::AttentionCombine => include_str!("../shaders/attention_combine.wgsl"),
             Kernel::AttentionCombineWide => include_str!("../shaders/attention_combine_wide.wgsl"),
             Kernel::AttentionCpu => include_str!("../shaders/attention_cpu.wgsl"),
@@ -135,6 +140,7 @@ impl Kernel {
             Kernel::RopeKv => "rope_kv",
             Kernel::Attention => "attention",
             Kernel::AttentionDecode => "attention_decode",
+            Kernel::AttentionDecodeWide => "attention_decode_wide",
             Kernel::AttentionCombine => "attention_combine",
             Kernel::AttentionCombineWide => "attention_combine_wide",
             Kernel::AttentionCpu => "attention_cpu",
@@ -837,6 +843,9 @@ pub fn compose(key: &PipelineKey) -> String {
                 "const HD: u32 = {head_dim}u;\nconst GQ: u32 = {group}u;\nconst G: u32 = {heads}u;\nconst DPT: u32 = {}u;\nconst KG: u32 = {kg}u;\nconst SG: u32 = {sg}u;\nconst KC: u32 = {keys}u;\n",
                 head_dim.div_ceil(4 * keys)
             );
+            // Threads a workgroup: a key each, or 8 vectors of a chunk's keys and values each.
+            let threads = if key.kernel == Kernel::AttentionDecodeWide { crate::attention::wide_threads(head_dim, keys) } else { keys };
+            s += &format!("const WGT: u32 = {threads}u;\nconst MG: u32 = {}u;\n", merge_groups(key));
             // The merge's layout (COMBINE): a head group's split in whole 128-byte lines.
             let gs = (heads * (head_dim + 2)).next_multiple_of(32);
             s += &format!("const GS: u32 = {gs}u;\nconst MAX_SPLITS: u32 = {}u;\nconst TICKETS: u32 = {}u;\n", crate::attention::MAX_SPLITS, tickets.max(1));
@@ -876,6 +885,10 @@ pub fn compose(key: &PipelineKey) -> String {
         s += &unroll(include_str!("../shaders/combine_io.wgsl"), &consts(key));
         s += "\n";
     }
+    if matches!(key.kernel, Kernel::AttentionDecode | Kernel::AttentionDecodeWide) {
+        s += &unroll(include_str!("../shaders/attention_decode_io.wgsl"), &consts(key));
+        s += "\n";
+    }
     if matches!(key.kernel, Kernel::MatmulCoop | Kernel::Split) {
         s += include_str!("../shaders/hi16.wgsl");
         s += "\n";
@@ -885,6 +898,22 @@ pub fn compose(key: &PipelineKey) -> String {
         s += "\n";
     }
     s + &unroll(key.kernel.source(), &consts(key))
+}
+
+/// Split groups of the one-token attention's merge of its key splits (`MG` in
+/// `shaders/attention_decode_io.wgsl`): as many groups of a thread per 4 dims of the
+/// workgroup's heads as `attention_decode_wide.wgsl`'s threads hold, else 1. Measured on an H100
+/// (BENCHMARKS.md v30), decode tg128 after 4096 keys with 1 / 4 groups: Llama-3-8B shape Q4_K_M
+/// 246.3, 247.4 / 252.4, 252.6 tok/s; `attention_decode.wgsl`'s 128 threads, 4 groups at head
+/// dim 64, lost (Llama-3.2-1B shape Q8_0 767.4, 786.7 / 756.1, 747.1; F16 652.5, 646.8 / 619.4,
+/// 630.3), so it keeps 1.
+pub fn merge_groups(key: &PipelineKey) -> u32 {
+    match key.geometry {
+        Geometry::AttentionDecode { head_dim, heads, keys, .. } if key.kernel == Kernel::AttentionDecodeWide => {
+            (crate::attention::wide_threads(head_dim, keys) / (heads * head_dim / 4).max(1)).max(1)
+        }
+        _ => 1,
+    }
 }
 
 /// Threads per workgroup of the matrix-vector kernel (`shaders/matvec.wgsl`; the expert kernels
@@ -979,6 +1008,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         Geometry::AttentionDecode { kv_f16, rope, sg, v_cached, combine, quant, prefetch, .. } => {
             let combine = rope && combine;
             vec![
+                ("MGROUPS", (merge_groups(key) > 1) as u32),
                 ("KV16", kv_f16 as u32),
                 ("ROPE", rope as u32),
                 ("SG", sg),

@@ -559,3 +559,53 @@ fn kernels_compile_on_first_use() {
     assert!(max_abs(&prompt, &one_at_a_time[19]) < 1e-3, "the prompt in one batch against a token at a time");
     assert!(max_abs(&after, &one_at_a_time[20]) < 1e-3, "a step after the batch against the same step before it");
 }
+
+/// One-token attention through `attention_decode_wide.wgsl` (`Tuning::attn_wide`: a chunk's key
+/// and value loads spread over 2 x head-dim threads, all in flight at once, the next chunk's
+/// while one is summed) gives the combine dispatch's logits at every position of a prompt decoded
+/// a token at a time (1 to 3 chunks of 64 keys): head dims 32 (a thread a key) and 128 (4
+/// threads a key, their dot products summed by subgroup shuffles), f32 caches (the value
+/// projection writes its cache row) and f16 (the kernel writes it), splits by context, 3, 7
+/// and 128 (most of the last empty) and 2 (splits of several chunks: chunks of 128 keys past 128
+/// keys, `attention::decode_chunk`), chunks of 128 forced (the own key in either half of a chunk,
+/// splits with no keys), 3-token batches in between.
+#[test]
+fn wide_decode_attention() {
+    for (d, heads) in [(256, 8), (512, 4)] {
+        let s = Shape::dense(d, 1, heads, 2, 2 * d, 67);
+        let bytes = model(&s, Scheme::Q4KM, 17).unwrap().to_bytes();
+        for (kv, splits, chunk) in [
+            (KvType::F32, None, None),
+            (KvType::F32, Some(3), None),
+            (KvType::F16, Some(7), None),
+            (KvType::F32, Some(128), None),
+            (KvType::F16, Some(2), None),
+            (KvType::F32, Some(3), Some(128)),
+        ] {
+            // (Chunks of 128 keys at head dim 128 are 512 threads whose workgroup memory passes
+            // lavapipe's 32 KiB.)
+            if chunk == Some(128) && d != 256 {
+                continue;
+            }
+            let g = Gguf::parse(&bytes).unwrap();
+            let load = |wide: bool| {
+                let mut gpu = gpu(false);
+                let t = gpu.tuning_mut();
+                (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(wide), Some(true));
+                (t.attn_wide, t.attn_chunk) = (Some(wide), if wide { chunk } else { Some(64) });
+                Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(160), kv, ..Default::default() }).unwrap()
+            };
+            let (plain, wide) = (load(false), load(true));
+            let names = wide.dispatches(&wide.plan(1, 80, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
+            let kc128 = chunk == Some(128);
+            assert_eq!(names.iter().filter(|n| n.starts_with("attention_decode_wide") && n.contains(" kc128") == kc128).count(), 1, "{names:?}");
+            let what = format!("d {d} {kv:?} {splits:?} chunk {chunk:?}");
+            let tokens: Vec<u32> = (0..150).map(|i| (i * 7919 + 3) % s.vocab).collect();
+            for (pos, &t) in tokens.iter().enumerate() {
+                assert_merged(&plain, &wide, &[t], pos as u32, &what);
+            }
+            assert_merged(&plain, &wide, &tokens[..3], 100, &what);
+            assert_merged(&plain, &wide, &tokens[100..101], 103, &format!("{what}, after a 3-token batch"));
+        }
+    }
+}

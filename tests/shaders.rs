@@ -125,6 +125,33 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 Geometry::AttentionDecode { head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant, tickets, keys, prefetch: head_dim % 3 != 0 }
             })
             .collect(),
+            // The spread form (RoPE and the merge fused in): (head dim, GQA group, heads a
+            // workgroup, f16 cache, subgroup size, value cached, integers written)
+            Kernel::AttentionDecodeWide => [
+                (128, 4, 2, false, 32, true, true),
+                (128, 4, 4, true, 32, false, true),
+                (64, 4, 2, false, 32, true, true),
+                (32, 4, 2, true, 8, false, false),
+                (512, 2, 2, false, 64, true, false),
+            ]
+            .into_iter()
+            .flat_map(|c| [(c, 64), (c, 128)])
+            .filter(|&((head_dim, ..), keys)| head_dim * keys / 32 <= 1024)
+            .map(|((head_dim, group, heads, kv_f16, sg, v_cached, quant), keys)| Geometry::AttentionDecode {
+                head_dim,
+                group,
+                heads,
+                kv_f16,
+                rope: true,
+                sg,
+                v_cached,
+                combine: true,
+                quant,
+                tickets: 1 << 20,
+                keys,
+                prefetch: false,
+            })
+            .collect(),
             Kernel::Attention => [false, true]
                 .into_iter()
                 .flat_map(|kv_f16| {

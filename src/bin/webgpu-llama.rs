@@ -227,6 +227,11 @@ mod cli {
         /// (default: on for head dims up to 64, BENCHMARKS.md v24).
         #[arg(long)]
         attn_prefetch: Option<bool>,
+        /// One-token attention through attention_decode_wide.wgsl (a chunk's loads spread over
+        /// 2 x head-dim threads, all in flight at once): on / off (default: on for head dims past
+        /// 64, where the fused merge runs: natively on Vulkan).
+        #[arg(long)]
+        attn_wide: Option<bool>,
         /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
         #[arg(long)]
         cpu_tile: Option<String>,
@@ -347,6 +352,7 @@ mod cli {
                 t.attn_chunk = Some(n);
             }
             t.attn_prefetch = self.attn_prefetch.or(t.attn_prefetch);
+            t.attn_wide = self.attn_wide.or(t.attn_wide);
             if let Some(c) = &self.cpu_tile {
                 t.cpu_tile = Some(c.parse()?);
             }

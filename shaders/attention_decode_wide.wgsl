@@ -1,0 +1,149 @@
+// attention_decode_wide: attention_decode.wgsl's one-token attention (RoPE, the cache write and
+// the merge of the key splits fused in: ROPE and COMBINE on, subgroups of SG lanes)
+// with a chunk's loads spread over more threads, so that a chunk of KC keys costs one wait on
+// memory instead of four to six. attention_decode.wgsl's thread per key holds HD / 4 key vectors
+// and then as many value rows, in two to four rounds of 16 loads, each a wait, after q's; here
+// WGT = 8 HD / 4 threads (at least KC) load a chunk's keys and values at once, 8 vectors each:
+//   - scoring: TPK = WGT / KC threads a key (consecutive lanes of one subgroup), each a slice of
+//     KPT = HD / (4 TPK) vectors of it (slice t + TPK i: the TPK threads' loads side by side),
+//     their partial dot products added by subgroup shuffles;
+//   - values: NDG = HD / 4 threads a key group (a 4-dim group each, a warp's loads one whole row),
+//     KGV = WGT / NDG key groups of VPT = KC / KGV keys;
+// and while a chunk is scored and summed, the next chunk's loads are already in flight (issued
+// into the same registers as soon as their values are used). The chunk's max and sum: subgroup
+// operations, then one exchange in workgroup memory (FlashAttention's online softmax, Dao et al.
+// 2022; flash-decoding's key splits, merged by attention_decode_io.wgsl's `merge`). q is rotated
+// into workgroup memory and the token's own key (not in the cache yet) is scored from KOWN there
+// (its value, without VCACHED, from VOWN).
+// The key groups' sums are added once, at the end. Grid (GQ / G, n_kv, splits), as
+// attention_decode.wgsl's. Constants as attention_decode_io.wgsl's, and KC, SG.
+const H4: u32 = HD / 4u;
+const TPK: u32 = WGT / KC;
+const KPT: u32 = H4 / TPK;
+const KGV: u32 = WGT / NDG;
+const VPT: u32 = KC / KGV;
+const NSUB: u32 = WGT / SG;
+
+var<workgroup> Q: array<vec4<f32>, G * H4>;
+var<workgroup> KOWN: array<vec4<f32>, H4>; // the token's own key, rotated
+//@if !VCACHED
+var<workgroup> VOWN: array<vec4<f32>, H4>; // the token's own value (VCACHED: in the cache)
+//@end
+var<workgroup> S: array<array<f32, KC>, G>; // the chunk's softmax weights
+var<workgroup> MX: array<array<f32, NSUB>, G>; // the subgroups' maxima of the chunk's scores
+var<workgroup> SW: array<array<f32, NSUB>, G>; // the subgroups' sums of the chunk's weights
+var<workgroup> O: array<array<vec4<f32>, NDG>, KGV * G>; // the key groups' sums
+
+@compute @workgroup_size(WGT)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+        @builtin(local_invocation_id) l: vec3u) {
+  let kvh = wg.y;
+  let j = l.x;
+  let kvd4 = p.n_kv * H4;
+  let h0 = kvh * GQ + wg.x * G;
+  // This split's keys (whole chunks of KC).
+  let kall = st.pos0 + 1u;
+  let per = ((kall + nwg.z - 1u) / nwg.z + KC - 1u) / KC * KC;
+  let kbeg = wg.z * per;
+  let kend = min(kall, kbeg + per);
+  let kk = j / TPK; // scoring: key kk of a chunk, slice sl
+  let sl = j % TPK;
+  let dg = j % NDG; // values: dim group dg of keys kgv VPT ..
+  let kgv = j / NDG;
+  let kcol = kvh * H4;
+  // The first chunk's loads (rows past the split's last key read its last again: weight 0;
+  // the token's own key slot is read and replaced by KOWN).
+  var k: array<vec4<f32>, KPT>;
+  var v: array<vec4<f32>, VPT>;
+  for (var i = 0u; i < KPT; i++) { k[i] = key4(min(kbeg + kk, kend - 1u) * kvd4 + kcol + sl + TPK * i); }
+  for (var u = 0u; u < VPT; u++) { v[u] = value4(min(kbeg + kgv * VPT + u, kend - 1u) * kvd4 + kcol + dg); }
+  for (var i = j; i < G * H4; i += WGT) {
+    let d = 4u * (i % H4);
+    Q[i] = rope4(qkv4((h0 + i / H4) * HD + d), d, st.pos0) * p.scale;
+  }
+  let knew = p.n_heads * HD + kvh * HD;
+  for (var i = j; i < H4; i += WGT) {
+    KOWN[i] = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
+//@if !VCACHED
+    VOWN[i] = qkv4(vnew(kvh) + 4u * i);
+//@end
+  }
+  var m: array<f32, G>;
+  var lsum: array<f32, G>;
+  var acc: array<vec4<f32>, G>;
+  for (var g = 0u; g < G; g++) { m[g] = NEG; }
+  workgroupBarrier();
+  for (var kb = kbeg; kb < kend; kb += KC) {
+    let key = kb + kk;
+    let own = key == st.pos0;
+    let valid = key < kend;
+    var s: array<f32, G>;
+    for (var i = 0u; i < KPT; i++) {
+      let x = select(k[i], KOWN[sl + TPK * i], own);
+      for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * H4 + sl + TPK * i], x); }
+    }
+    // The next chunk's keys, in flight while this one is summed.
+    let nb = kb + KC;
+    if (nb < kend) {
+      for (var i = 0u; i < KPT; i++) { k[i] = key4(min(nb + kk, kend - 1u) * kvd4 + kcol + sl + TPK * i); }
+    }
+    for (var g = 0u; g < G; g++) {
+      for (var x = 1u; x < TPK; x <<= 1u) { s[g] += subgroupShuffleXor(s[g], x); }
+      let mx = subgroupMax(select(NEG, s[g], valid));
+      if (j % SG == 0u) { MX[g][j / SG] = mx; }
+    }
+    workgroupBarrier();
+    var corr: array<f32, G>;
+    for (var g = 0u; g < G; g++) {
+      var cm = MX[g][0];
+      for (var i = 1u; i < NSUB; i++) { cm = max(cm, MX[g][i]); }
+      let mn = max(m[g], cm);
+      corr[g] = exp(m[g] - mn);
+      m[g] = mn;
+      let w = select(0.0, exp(s[g] - mn), valid);
+      if (sl == 0u) { S[g][kk] = w; }
+      let sw = subgroupAdd(select(0.0, w, sl == 0u));
+      if (j % SG == 0u) { SW[g][j / SG] = sw; }
+    }
+    workgroupBarrier();
+//@if !VCACHED
+    // (The slot the load read: past the split's last key, its last, which can be the token's.)
+    for (var u = 0u; u < VPT; u++) { v[u] = select(v[u], VOWN[dg], min(kb + kgv * VPT + u, kend - 1u) == st.pos0); }
+//@end
+    for (var g = 0u; g < G; g++) {
+      var cs = 0.0;
+      for (var i = 0u; i < NSUB; i++) { cs += SW[g][i]; }
+      lsum[g] = lsum[g] * corr[g] + cs;
+      acc[g] *= corr[g];
+      for (var u = 0u; u < VPT; u++) { acc[g] += S[g][kgv * VPT + u] * v[u]; }
+    }
+    // The next chunk's values.
+    if (nb < kend) {
+      for (var u = 0u; u < VPT; u++) { v[u] = value4(min(nb + kgv * VPT + u, kend - 1u) * kvd4 + kcol + dg); }
+    }
+    workgroupBarrier();
+  }
+  // The key groups' sums, then this split's partial (or, unsplit, the output).
+  for (var g = 0u; g < G; g++) { O[kgv * G + g][dg] = acc[g]; }
+  workgroupBarrier();
+  if (j < G * NDG) {
+    let g = j / NDG;
+    let d = j % NDG;
+    var a = vec4<f32>();
+    for (var r = 0u; r < KGV; r++) { a += O[r * G + g][d]; }
+    put_dims(kvh * (GQ / G) + wg.x, wg.z, nwg.z, h0, g, d, a, lsum[g]);
+    if (d == 0u && nwg.z > 1u) {
+      put_stats(kvh * (GQ / G) + wg.x, wg.z, g, m[g], lsum[g]);
+    }
+  }
+  // The token's key (rotated) and value into the cache, by the workgroup whose split holds it
+  // (the first of the KV head's).
+  if (kbeg <= st.pos0 && st.pos0 < kend && wg.x == 0u) {
+    for (var i = j; i < H4; i += WGT) {
+      store_own(kvh, i, KOWN[i]);
+    }
+  }
+  if (nwg.z > 1u) {
+    merge(kvh * (GQ / G) + wg.x, h0, j, nwg.z);
+  }
+}
