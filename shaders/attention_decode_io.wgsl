@@ -1,10 +1,10 @@
 // attention_decode_io: what the one-token attention kernels (attention_decode.wgsl and
 // attention_decode_wide.wgsl) share: their bindings (attention.wgsl's, and with ROPE the cos/sin
 // table, with QUANT the output's integers), the cache's reads, RoPE of a 4-dim group, the
-// partials' layout and, with COMBINE, the merge of a head group's key splits. Composed after the
-// kernel with its constants (HD, GQ, G, WGT: the kernel's threads, KV16, ROPE, VCACHED, COMBINE,
-// QUANT, GS, MAX_SPLITS, TICKETS); the kernel declares `Q` (G x HD / 4 vec4s of workgroup
-// memory, free when its merge runs).
+// partials' layout and, with COMBINE, the merge of a head group's key splits. Composed before the
+// kernel, after its constants (HD, GQ, G, WGT: the kernel's threads, KV16, ROPE, VCACHED,
+// COMBINE, QUANT, GS, MAX_SPLITS, TICKETS, MG and MGROUPS: the merge's split groups); the kernel
+// declares `Q` (G x HD / 4 vec4s of workgroup memory, free when its merge runs).
 // With `COMBINE` (and ROPE) the key splits are merged here, not by a combine dispatch: each
 // workgroup writes its partial, then counts itself done on its head group's ticket (an atomic
 // counter after the partials, from `TICKETS` on), and the group's last workgroup to finish (the
@@ -213,8 +213,8 @@ var<workgroup> MMZ: array<vec2<f32>, MG * G * NDG>; // its max and sum of weight
 // chain), then the MG groups' results are added; with QUANT four threads write each half's
 // integers. On an H200 (Llama-3-8B shape, BENCHMARKS.md v20) 8 splits at a time took the merge,
 // timed alone, from 7.3 us a layer (a chain of rescales, one thread a half) to 5.1; split groups
-// (attention_decode_wide.wgsl's: 4 at head dim 128) make the 32 splits after 4096 keys one round
-// of loads, not four (BENCHMARKS.md v30).
+// (attention_decode_wide.wgsl's: 4 at head dim 128 with 2 heads a workgroup) make the 32 splits
+// after 4096 keys one round of loads, not four (BENCHMARKS.md v30).
 fn merge(group: u32, h0: u32, j: u32, ns: u32) {
   // (Release: this workgroup's partials before its ticket.)
   storageBarrier();

@@ -3,7 +3,8 @@
 // with a chunk's loads spread over more threads, so that a chunk of KC keys costs one wait on
 // memory instead of four to six. attention_decode.wgsl's thread per key holds HD / 4 key vectors
 // and then as many value rows, in two to four rounds of 16 loads, each a wait, after q's; here
-// WGT = 8 HD / 4 threads (at least KC) load a chunk's keys and values at once, 8 vectors each:
+// WGT = 2 HD threads a 64-key chunk (4 HD with 128-key chunks; at least KC) load a chunk's keys
+// and values at once, 8 vectors each (HD / 4 for head dims under 32):
 //   - scoring: TPK = WGT / KC threads a key (consecutive lanes of one subgroup), each a slice of
 //     KPT = HD / (4 TPK) vectors of it (slice t + TPK i: the TPK threads' loads side by side),
 //     their partial dot products added by subgroup shuffles;
@@ -126,9 +127,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // The key groups' sums, then this split's partial (or, unsplit, the output).
   for (var g = 0u; g < G; g++) { O[kgv * G + g][dg] = acc[g]; }
   workgroupBarrier();
-  if (j < G * NDG) {
-    let g = j / NDG;
-    let d = j % NDG;
+  for (var i = j; i < G * NDG; i += WGT) {
+    let g = i / NDG;
+    let d = i % NDG;
     var a = vec4<f32>();
     for (var r = 0u; r < KGV; r++) { a += O[r * G + g][d]; }
     put_dims(kvh * (GQ / G) + wg.x, wg.z, nwg.z, h0, g, d, a, lsum[g]);

@@ -200,12 +200,14 @@ fn decode_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
 }
 
 /// Workgroup memory of the merge's split groups in `attention_decode_wide.wgsl` of `threads`
-/// threads and `heads` query heads, where it merges its key splits
-/// ([`crate::gpu::Tuning::fused_combine`]): each group's dims, max and sum (`MACC`, `MMZ` in
-/// `shaders/attention_decode_io.wgsl`; [`crate::kernels::merge_groups`]).
-fn merge_bytes(gpu: &Gpu, cfg: &Config, threads: u32, heads: u32) -> u32 {
-    if gpu.tuning().fused_combine.unwrap_or(false) {
-        24 * threads.max(heads * cfg.head_dim / 4)
+/// threads and `heads` query heads: each group's dims, max and sum (`MACC`, `MMZ` in
+/// `shaders/attention_decode_io.wgsl`, declared for more than one group,
+/// [`crate::kernels::merge_groups`]).
+fn merge_bytes(cfg: &Config, threads: u32, heads: u32) -> u32 {
+    let lanes = (heads * cfg.head_dim / 4).max(1);
+    let groups = threads / lanes;
+    if groups > 1 {
+        24 * groups * lanes
     } else {
         0
     }
@@ -220,7 +222,9 @@ fn merge_bytes(gpu: &Gpu, cfg: &Config, threads: u32, heads: u32) -> u32 {
 /// and leave the last ones empty. [`crate::gpu::Tuning::attn_chunk`] forces either. The
 /// 128-key variant is compiled only where the kernel merges its own splits ([`fuses_combine`],
 /// whose rule gives splits of several chunks) or splits or chunks are forced; elsewhere every
-/// step takes 64. Measured on an H200: BENCHMARKS.md v22.
+/// step takes 64. Measured on an H200: BENCHMARKS.md v22. (`attention_decode_wide.wgsl`,
+/// [`decode_wide`], compiles its 128-key variant only where chunks are forced to 128: it walks
+/// a split's 64-key chunks with the next one's loads in flight.)
 pub fn decode_chunk(gpu: &Gpu, kv_len: u32, splits: u32) -> u32 {
     chunk_keys(gpu.tuning().attn_chunk, kv_len, splits)
 }
@@ -263,10 +267,11 @@ pub fn wide_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
     let (hd, sg) = (cfg.head_dim, gpu.tuning().reduce_subgroup);
     let threads = wide_threads(hd, keys);
     let heads = decode_heads(gpu, cfg);
-    let shared = heads * (4 * hd + keys * 4 + threads * 16 + 2 * 4 * threads / sg.max(1)) + 8 * hd + 4 + merge_bytes(gpu, cfg, threads, heads);
+    let shared = heads * (4 * hd + keys * 4 + threads * 16 + 2 * 4 * threads / sg.max(1)) + 8 * hd + 4 + merge_bytes(cfg, threads, heads);
     let limits = gpu.limits();
     sg >= (threads / keys).max(2)
         && sg.is_power_of_two()
+        && 64 % sg == 0
         && threads % sg == 0
         && threads <= limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x)
         && shared <= limits.max_compute_workgroup_storage_size
@@ -295,7 +300,7 @@ pub fn fuses_rope(gpu: &Gpu, cfg: &Config) -> bool {
 }
 
 /// Whether one-token attention with RoPE fused in ([`fuses_rope`]) also merges its key splits
-/// itself (`attention_decode.wgsl`'s `COMBINE`: the last workgroup of each head group to finish
+/// itself (the decode kernels' `COMBINE`, `attention_decode_io.wgsl`'s `merge`: the last workgroup of each head group to finish
 /// merges them), so that the combine dispatch runs only for batches of 2 to
 /// [`SPLIT_MAX_TOKENS`] tokens; where [`crate::gpu::Tuning::fused_combine`] is on (by default
 /// natively on Vulkan only) and the device binds 8 storage buffers a stage (the kernel's, with

@@ -140,7 +140,8 @@ pub struct Tuning {
     pub attn_chunk: Option<u32>,
     /// One-token attention loads a chunk's first value rows before it scores the chunk's keys,
     /// so that the two waits on memory can overlap; `None`: on for head dims up to
-    /// [`crate::attention::PREFETCH_MAX_HD`] (measured there).
+    /// [`crate::attention::PREFETCH_MAX_HD`] (measured there). (`attention_decode.wgsl` only:
+    /// the wide kernel, [`Tuning::attn_wide`], loads a chunk's keys and values at once anyway.)
     pub attn_prefetch: Option<bool>,
     /// One-token attention through `shaders/attention_decode_wide.wgsl` where it applies
     /// ([`crate::attention::decode_wide`]); `None`: for head dims past

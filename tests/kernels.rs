@@ -566,9 +566,9 @@ fn kernels_compile_on_first_use() {
 /// a token at a time (1 to 3 chunks of 64 keys): head dims 32 (a thread a key) and 128 (4
 /// threads a key, their dot products summed by subgroup shuffles), f32 caches (the value
 /// projection writes its cache row) and f16 (the kernel writes it), splits by context, 3, 7
-/// and 128 (most of the last empty) and 2 (splits of several chunks: chunks of 128 keys past 128
-/// keys, `attention::decode_chunk`), chunks of 128 forced (the own key in either half of a chunk,
-/// splits with no keys), 3-token batches in between.
+/// and 128 (most of the last empty) and 2 (splits of 2 and 3 chunks of 64 keys, the next chunk's
+/// loads in flight while one is summed), chunks of 128 forced (the own key in either half of a
+/// chunk, splits with no keys), 3-token batches in between.
 #[test]
 fn wide_decode_attention() {
     for (d, heads) in [(256, 8), (512, 4)] {

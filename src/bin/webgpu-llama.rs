@@ -224,7 +224,8 @@ mod cli {
         #[arg(long)]
         attn_chunk: Option<u32>,
         /// One-token attention loads a chunk's first value rows before scoring its keys: on / off
-        /// (default: on for head dims up to 64, BENCHMARKS.md v24).
+        /// (default: on for head dims up to 64, BENCHMARKS.md v24; the wide kernel, --attn-wide,
+        /// loads a chunk's keys and values at once anyway).
         #[arg(long)]
         attn_prefetch: Option<bool>,
         /// One-token attention through attention_decode_wide.wgsl (a chunk's loads spread over
