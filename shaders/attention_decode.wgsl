@@ -46,7 +46,6 @@ const KPG: u32 = KC / KG;
 var<workgroup> O: array<array<vec4<f32>, KC>, G>; // the trees of step 2 (x), the key groups' sums at the end
 //@if ROPE
 var<workgroup> OWN: array<f32, G>; // the token's own key's weights (ROPE)
-var<workgroup> KOWN: array<vec4<f32>, HD / 4u>; // the token's own key, rotated (ROPE)
 //@end
 
 @compute @workgroup_size(KC)
@@ -71,15 +70,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var lsum: array<f32, G>;
   var acc: array<array<vec4<f32>, DPT>, G>;
   let kg = j / NDG;
-  // The token's own key in qkv (read there with ROPE).
-  let knew = p.n_heads * HD + kvh * HD;
   for (var g = 0u; g < G; g++) { m[g] = NEG; }
 //@if ROPE
-  // The token's own key, rotated by all threads at once (its scoring thread would otherwise
-  // wait on HD / 4 dependent loads of qkv and the table while the workgroup waits on it).
-  for (var i = j; i < HD / 4u; i += KC) {
-    KOWN[i] = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
-  }
+  rotate_own(kvh, j);
 //@end
   workgroupBarrier();
   for (var kb = kbeg; kb < kend; kb += KC) {
@@ -268,9 +261,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // The token's key (rotated) and value into the cache, by the workgroup whose split holds it
   // (the first of the KV head's).
   if (kbeg <= st.pos0 && st.pos0 < kend && wg.x == 0u) {
-    for (var dg = j; dg < NDG; dg += KC) {
-      store_own(kvh, dg, KOWN[dg]);
-    }
+    store_own(kvh, j);
   }
 //@end
 //@if COMBINE

@@ -133,25 +133,40 @@ fn put_stats(group: u32, split: u32, g: u32, m: f32, l: f32) {
 }
 
 //@if ROPE
-// Dims 4 i .. 4 i + 4 of KV head kvh's key k (rotated) and value (from qkv) of the token into its
-// cache row (with VCACHED the value is there already).
-fn store_own(kvh: u32, i: u32, k: vec4<f32>) {
-  let c = (st.pos0 * p.n_kv * HD + kvh * HD) / 4u + i;
+var<workgroup> KOWN: array<vec4<f32>, HD / 4u>; // the token's own key, rotated
+
+// KV head kvh's key of the token, rotated into KOWN by all threads at once (j this one): it is
+// not in the cache yet, and its scoring threads would otherwise wait on HD / 4 dependent loads
+// of qkv and the table while the workgroup waits on them.
+fn rotate_own(kvh: u32, j: u32) {
+  let knew = p.n_heads * HD + kvh * HD;
+  for (var i = j; i < HD / 4u; i += WGT) {
+    KOWN[i] = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
+  }
+}
+
+// KV head kvh's key of the token (KOWN) and value (from qkv) into its cache row, by all threads
+// (j this one; with VCACHED the value is there already).
+fn store_own(kvh: u32, j: u32) {
+  for (var i = j; i < HD / 4u; i += WGT) {
+    let c = (st.pos0 * p.n_kv * HD + kvh * HD) / 4u + i;
+    let k = KOWN[i];
 //@if KV16
-  kc[c] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
+    kc[c] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
 //@end
 //@if !KV16
-  kc[c] = k;
+    kc[c] = k;
 //@end
 //@if !VCACHED
-  let v = qkv4(vnew(kvh) + 4u * i);
+    let v = qkv4(vnew(kvh) + 4u * i);
 //@if KV16
-  vc[c] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
+    vc[c] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
 //@end
 //@if !KV16
-  vc[c] = v;
+    vc[c] = v;
 //@end
 //@end
+  }
 }
 //@end
 

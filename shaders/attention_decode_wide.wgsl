@@ -26,7 +26,6 @@ const VPT: u32 = KC / KGV;
 const NSUB: u32 = WGT / SG;
 
 var<workgroup> Q: array<vec4<f32>, G * H4>;
-var<workgroup> KOWN: array<vec4<f32>, H4>; // the token's own key, rotated
 //@if !VCACHED
 var<workgroup> VOWN: array<vec4<f32>, H4>; // the token's own value (VCACHED: in the cache)
 //@end
@@ -62,13 +61,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let d = 4u * (i % H4);
     Q[i] = rope4(qkv4((h0 + i / H4) * HD + d), d, st.pos0) * p.scale;
   }
-  let knew = p.n_heads * HD + kvh * HD;
-  for (var i = j; i < H4; i += WGT) {
-    KOWN[i] = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
+  rotate_own(kvh, j);
 //@if !VCACHED
-    VOWN[i] = qkv4(vnew(kvh) + 4u * i);
+  for (var i = j; i < H4; i += WGT) { VOWN[i] = qkv4(vnew(kvh) + 4u * i); }
 //@end
-  }
   var m: array<f32, G>;
   var lsum: array<f32, G>;
   var acc: array<vec4<f32>, G>;
@@ -140,9 +136,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   // The token's key (rotated) and value into the cache, by the workgroup whose split holds it
   // (the first of the KV head's).
   if (kbeg <= st.pos0 && st.pos0 < kend && wg.x == 0u) {
-    for (var i = j; i < H4; i += WGT) {
-      store_own(kvh, i, KOWN[i]);
-    }
+    store_own(kvh, j);
   }
   if (nwg.z > 1u) {
     merge(kvh * (GQ / G) + wg.x, h0, j, nwg.z);

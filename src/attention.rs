@@ -204,13 +204,17 @@ fn decode_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
 /// `shaders/attention_decode_io.wgsl`, declared for more than one group,
 /// [`crate::kernels::merge_groups`]).
 fn merge_bytes(cfg: &Config, threads: u32, heads: u32) -> u32 {
-    let lanes = (heads * cfg.head_dim / 4).max(1);
-    let groups = threads / lanes;
-    if groups > 1 {
-        24 * groups * lanes
-    } else {
-        0
+    match merge_split_groups(cfg.head_dim, heads, threads) {
+        1 => 0,
+        groups => 24 * groups * heads * cfg.head_dim / 4,
     }
+}
+
+/// Split groups of a one-token attention kernel's merge with `threads` threads and `heads` query
+/// heads of `head_dim`: as many groups of a thread per 4 dims of the heads as the threads hold,
+/// at least 1 (`attention_decode_wide.wgsl`'s; [`crate::kernels::merge_groups`]).
+pub fn merge_split_groups(head_dim: u32, heads: u32, threads: u32) -> u32 {
+    (threads / (heads * head_dim / 4).max(1)).max(1)
 }
 
 /// Keys a chunk of `attention_decode.wgsl` (`KC`, and threads a workgroup) for a one-token step
@@ -440,17 +444,17 @@ impl Builder<'_> {
             // splits of several chunks), or splits or chunks are forced.
             let first = variants.len();
             let t = self.gpu.tuning();
-            let spread = merges && decode_wide(self.gpu, cfg);
-            let prefetch = !spread && t.attn_prefetch.unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
-            // (The spread kernel's chunks are 64 keys unless forced: it walks a split's chunks
-            // with the next one's loads in flight, and its 128-key form was slower, BENCHMARKS.md v30.)
-            let wide = if spread {
+            let wide_kernel = merges && decode_wide(self.gpu, cfg);
+            let prefetch = !wide_kernel && t.attn_prefetch.unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
+            // (The wide kernel's chunks are 64 keys unless forced: it walks a split's chunks with
+            // the next one's loads in flight, and its 128-key form was slower, BENCHMARKS.md v30.)
+            let chunk128 = if wide_kernel {
                 t.attn_chunk == Some(128) && wide_fits(self.gpu, cfg, 128)
             } else {
                 (merges || t.splits.is_some() || t.attn_chunk == Some(128)) && decode_fits(self.gpu, cfg, 128)
             };
-            let kernel = if spread { Kernel::AttentionDecodeWide } else { Kernel::AttentionDecode };
-            for keys in [64, 128].into_iter().filter(|&k| k == 64 || wide) {
+            let kernel = if wide_kernel { Kernel::AttentionDecodeWide } else { Kernel::AttentionDecode };
+            for keys in [64, 128].into_iter().filter(|&k| k == 64 || chunk128) {
                 let geometry = Geometry::AttentionDecode {
                     head_dim: cfg.head_dim,
                     group: g,
@@ -476,9 +480,9 @@ impl Builder<'_> {
         self.op(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
             Some(match (cpu, one, tiled) {
-                (_, Some((i, parts, wide)), _) if b.n_tokens == 1 => {
-                    let wide = wide && chunk_keys(forced, b.pos0 + 1, b.splits) == 128;
-                    (i + wide as usize, [parts, n_kv, b.splits])
+                (_, Some((i, parts, chunk128)), _) if b.n_tokens == 1 => {
+                    let chunk128 = chunk128 && chunk_keys(forced, b.pos0 + 1, b.splits) == 128;
+                    (i + chunk128 as usize, [parts, n_kv, b.splits])
                 }
                 (Some((_, per_wg_one)), _, _) if b.n_tokens == 1 && b.splits == 1 => (3, [rows.div_ceil(per_wg_one), n_kv, 1]),
                 (Some((per_wg, _)), _, _) if b.n_tokens > SPLIT_MAX_TOKENS || b.splits == 1 => (2, [rows.div_ceil(per_wg), n_kv, 1]),

@@ -910,7 +910,7 @@ pub fn compose(key: &PipelineKey) -> String {
 pub fn merge_groups(key: &PipelineKey) -> u32 {
     match key.geometry {
         Geometry::AttentionDecode { head_dim, heads, keys, .. } if key.kernel == Kernel::AttentionDecodeWide => {
-            (crate::attention::wide_threads(head_dim, keys) / (heads * head_dim / 4).max(1)).max(1)
+            crate::attention::merge_split_groups(head_dim, heads, crate::attention::wide_threads(head_dim, keys))
         }
         _ => 1,
     }
