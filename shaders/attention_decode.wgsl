@@ -224,8 +224,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     workgroupBarrier();
   }
 //@if ROPE
-  // The token's own value (the last key of the split that holds it), from qkv (with VCACHED
-  // from its cache row, where the value projection wrote it): key group 0 adds it.
+  // The token's own value (the last key of the split that holds it), from qkv as the cache holds
+  // it (with VCACHED from its cache row, where the value projection wrote it): key group 0 adds it.
   if (kbeg <= st.pos0 && st.pos0 < kend && kg == 0u) {
     for (var t = 0u; t < DPT; t++) {
       let v = own_value(kvh, min(j % NDG + KC * t, NDG - 1u));

@@ -133,15 +133,16 @@ fn put_stats(group: u32, split: u32, g: u32, m: f32, l: f32) {
 }
 
 //@if ROPE
-var<workgroup> KOWN: array<vec4<f32>, HD / 4u>; // the token's own key, rotated
+var<workgroup> KOWN: array<vec4<f32>, HD / 4u>; // the token's own key, rotated (KV16: rounded)
 
-// KV head kvh's key of the token, rotated into KOWN by all threads at once (j this one): it is
+// KV head kvh's key of the token, rotated (with KV16 rounded to f16, `as_cached`) into KOWN by
+// all threads at once (j this one): it is
 // not in the cache yet, and its scoring threads would otherwise wait on HD / 4 dependent loads
 // of qkv and the table while the workgroup waits on them.
 fn rotate_own(kvh: u32, j: u32) {
   let knew = p.n_heads * HD + kvh * HD;
   for (var i = j; i < HD / 4u; i += WGT) {
-    KOWN[i] = rope4(qkv4(knew + 4u * i), 4u * i, st.pos0);
+    KOWN[i] = as_cached(rope4(qkv4(knew + 4u * i), 4u * i, st.pos0));
   }
 }
 
@@ -169,6 +170,18 @@ fn store_own(kvh: u32, j: u32) {
   }
 }
 //@end
+
+// x as the cache holds it: with KV16 rounded to f16, so that the token's own key and value
+// count as they will once read back from the cache (as the reference's and llama.cpp's do, and
+// as with VCACHED, where the value projection wrote the rounded value there).
+fn as_cached(x: vec4<f32>) -> vec4<f32> {
+//@if KV16
+  return vec4<f32>(unpack2x16float(pack2x16float(x.xy)), unpack2x16float(pack2x16float(x.zw)));
+//@end
+//@if !KV16
+  return x;
+//@end
+}
 
 // qkv[o] .. qkv[o + 4].
 fn qkv4(o: u32) -> vec4<f32> {
@@ -208,7 +221,7 @@ fn own_value(kvh: u32, dg: u32) -> vec4<f32> {
   return value4((st.pos0 * p.n_kv * HD + kvh * HD) / 4u + dg);
 //@end
 //@if !VCACHED
-  return qkv4(vnew(kvh) + 4u * dg);
+  return as_cached(qkv4(vnew(kvh) + 4u * dg));
 //@end
 }
 

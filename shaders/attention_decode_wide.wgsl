@@ -63,7 +63,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   rotate_own(kvh, j);
 //@if !VCACHED
-  for (var i = j; i < H4; i += WGT) { VOWN[i] = qkv4(vnew(kvh) + 4u * i); }
+  for (var i = j; i < H4; i += WGT) { VOWN[i] = as_cached(qkv4(vnew(kvh) + 4u * i)); }
 //@end
   var m: array<f32, G>;
   var lsum: array<f32, G>;

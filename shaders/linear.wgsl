@@ -6,7 +6,8 @@
 // r * cols / BLOCK_ELEMS * BLOCK_BYTES of this part's buffer). X: activations [n][x_stride] f32,
 // token i's input at X[(x_row0 + i) * x_stride ..]. Y: [n][y_stride] f32, token i's output row r
 // at Y[i * y_stride + y0 + r]; with `accumulate` = 1 added to what is there (the residual stream),
-// with 2 written at Y row pos0 + i instead (the token's row of the KV cache).
+// with 2 written at Y row pos0 + i instead (the token's row of the KV cache), with 3 the same into
+// an f16 cache (matvec.wgsl's one-token form with HALF_ROWS, two rows a word).
 // Token rows: 0 .. st.n_tokens, or only the last one (`last_only`: the output head, which needs
 // the logits after the last token alone; it reads X row n - 1 and writes Y row 0). `eps`: the
 // RMSNorm epsilon of matvec's fused norm (NORM).
@@ -23,7 +24,14 @@ struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 // its binding 5).
 @group(0) @binding(3) var<storage, read> X: array<vec4<u32>>;
 //@end
+//@if !HALF_ROWS
 @group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+//@end
+//@if HALF_ROWS
+// matvec.wgsl's HALF_ROWS: Y is an f16 cache, two halves a word (linear::AT_POSITION16), written
+// as words (an f32 view would carry them through float registers, which may flush subnormals).
+@group(0) @binding(4) var<storage, read_write> Y: array<u32>;
+//@end
 
 // Token rows this dispatch computes, and the X row of the first.
 fn batch_rows() -> vec2<u32> {
@@ -31,9 +39,11 @@ fn batch_rows() -> vec2<u32> {
   return vec2<u32>(st.n_tokens, 0u);
 }
 
-// p.accumulate: write token i's row at Y row pos0 + i (linear::AT_POSITION).
+// p.accumulate: write token i's row at Y row pos0 + i (linear::AT_POSITION; with
+// linear::AT_POSITION16 as f16 values, matvec.wgsl's HALF_ROWS).
 const AT_POSITION: u32 = 2u;
 
+//@if !HALF_ROWS
 // Token i's output row r: v (at row pos0 + i with AT_POSITION), or with `accumulate` = 1 v added
 // to it; returns what was written.
 fn store(i: u32, r: u32, v: f32) -> f32 {
@@ -44,6 +54,7 @@ fn store(i: u32, r: u32, v: f32) -> f32 {
   Y[o] = y;
   return y;
 }
+//@end
 
 // The tiled kernels' loads: weights c .. c + 4 of the row starting at byte rb (matmul,
 // matmul_coop), and X elements xo .. xo + 4 (column c of a token's row; matmul only: matmul_coop

@@ -1,6 +1,7 @@
 // matvec: Y (+)= W X for a few tokens (NT at most; 1 when decoding), reading each weight once.
 // Bindings and layout: linear.wgsl. Composed (kernels::compose) with `const WG, TPR, RPW, RPT, NT,
-// SPAN, NG, UN, UNG, NORM, GLU, SG, LANES, WIDE, IDOT, INORM, SS, QOUT, QNORM, XB, BDOT, SPANS, WGRED`
+// SPAN, NG, UN, UNG, NORM, GLU, SG, LANES, WIDE, IDOT, INORM, SS, QOUT, QNORM, XB, BDOT, SPANS, WGRED,
+// HALF_ROWS`
 // (RUNS, RJ with WIDE): workgroup of WG = RPW row groups x TPR threads; a row group is
 // RPT rows, and thread t of it takes the spans of SPAN weights t, t + TPR, ... of each of its
 // rows (so that the TPR threads' loads of weights and of X are side by side: a few cache lines
@@ -29,6 +30,20 @@
 // decoding (the same expressions of cb; formats/common.wgsl); when it is whole 32-weight steps
 // (CPU adapters' spans, linear::span), through dq4a, whose calls share a block's loads the same
 // way (o is a literal).
+//@if HALF_ROWS
+// HALF_ROWS = 1 (linear::AT_POSITION16: the value projection into an f16 V cache, Y a u32 view):
+// a thread's rows row .. row + RPT of token i, y, go into Y's row pos0 + i as f16 halves, rows r
+// and r + 1 one word (r's the low half; Y's stride and offsets count f16 elements). The word
+// holds two rows of this op, so the op's first row and row count are even (the builder takes
+// this form only then, RPT even too); a row past p.rows (none then) would be written as 0.
+fn store_halves(i: u32, row: u32, y: array<f32, RPT>) {
+  let o = (st.pos0 + i) * p.y_stride + p.y0 + row;
+  for (var r = 0u; r < RPT; r += 2u) {
+    if (row + r < p.rows) { Y[(o + r) / 2u] = pack2x16float(vec2<f32>(y[r], y[r + 1u])); }
+  }
+}
+//@end
+
 fn dqm(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   if (GROUP % SPAN == 0u) { return dq4s(rb, cb, o); }
   if (SPAN % 32u == 0u) { return dq4a(rb, cb + (o & ~31u), o & 31u); }
@@ -380,15 +395,26 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (t == 0u && row < p.rows) {
 //@for k < NT
     if ($ku < b.x) {
+//@if HALF_ROWS
+      var y_$k: array<f32, RPT>;
+//@end
 //@for i < RPT
       if (row + $iu < p.rows) {
 //@if QOUT
         QV[(l.x / TPR) * RPT + $iu] = store($ku, row + $iu, finish(s_$k_$i, u_$k_$i, ss_$k));
 //@end
 //@if !QOUT
+//@if HALF_ROWS
+        y_$k[$iu] = finish(s_$k_$i, u_$k_$i, ss_$k);
+//@end
+//@if !HALF_ROWS
         store($ku, row + $iu, finish(s_$k_$i, u_$k_$i, ss_$k));
 //@end
+//@end
       }
+//@end
+//@if HALF_ROWS
+      store_halves($ku, row, y_$k);
 //@end
     }
 //@end
@@ -427,6 +453,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@if SS
       ss = part_ss[l.x][k];
 //@end
+//@if HALF_ROWS
+      var y: array<f32, RPT>;
+//@end
       for (var i = 0u; i < min(RPT, p.rows - row); i++) {
         var u = 0.0;
 //@if GLU
@@ -436,9 +465,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
         QV[(l.x / TPR) * RPT + i] = store(k, row + i, finish(part[l.x][k * RPT + i], u, ss));
 //@end
 //@if !QOUT
+//@if HALF_ROWS
+        y[i] = finish(part[l.x][k * RPT + i], u, ss);
+//@end
+//@if !HALF_ROWS
         store(k, row + i, finish(part[l.x][k * RPT + i], u, ss));
 //@end
+//@end
       }
+//@if HALF_ROWS
+      store_halves(k, row, y);
+//@end
     }
   }
 //@end

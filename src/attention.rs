@@ -283,7 +283,8 @@ pub fn wide_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
 
 /// Query heads per workgroup of `attention_decode.wgsl` ([`Geometry::AttentionDecode`]'s
 /// `heads`): [`crate::gpu::Tuning::attn_heads`] where it divides the group, else half of a group
-/// of 4 or more (an even number), else the whole group. Halving doubles the workgroups and
+/// of 4 or more (an even number), else the whole group; short steps may take one instead
+/// ([`short_steps_one_head`]). Halving doubles the workgroups and
 /// halves each one's serial work per chunk of keys, for twice the reads of the keys and values
 /// (the second mostly from L2). Measured on an H200 (`bench/h200/v13/heads.txt`), tg128 after
 /// pp512 with 4 / 2 / 1 heads a workgroup: Llama-3-8B shape Q4_K_M 249.1 / 257.9 / 258.4 tok/s,
@@ -293,6 +294,28 @@ pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
     let g = cfg.n_heads / cfg.n_kv_heads;
     let default = if g >= 4 && g % 2 == 0 { g / 2 } else { g };
     gpu.tuning().attn_heads.filter(|&h| h >= 1 && g % h == 0).unwrap_or(default)
+}
+
+/// The most keys over which a one-token step of `attention_decode.wgsl` (not the wide kernel)
+/// takes one query head a workgroup instead of [`decode_heads`] ([`short_steps_one_head`]).
+/// Chosen between the figures below: measured on an H100 (`bench/h100/v31/heads.txt`, tg128
+/// tok/s, two runs each, two heads / one head a workgroup on every step), Llama-3.2-1B shape,
+/// after 512 keys: Q4_K_M 944.5, 962.2 / 979.0, 979.8; F16 714.8, 714.6 / 719.6, 722.3; Q8_0
+/// 862.1, 880.0 / 875.2, 874.4; after 1024 (keys 1025 to 1152): Q8_0 824.9, 853.2 / 844.5,
+/// 849.9; F16 690.8, 694.8 / 699.4, 696.9; Q4_K_M 937.5, 935.1 / 947.0, 838.9; after 2048
+/// mixed to worse (Q4_K_M 912.4, 914.1 / 810.6, 892.0), and after 4096 worse (BENCHMARKS.md
+/// v31). With more keys a workgroup, the doubled reads of the cache cost more than the shorter
+/// chains save.
+pub const ONE_HEAD_MAX_KEYS: u32 = 1024;
+
+/// Whether one-token steps over at most [`crate::gpu::Tuning::attn_heads_until`] keys
+/// ([`ONE_HEAD_MAX_KEYS`] by default) take one query head a workgroup of
+/// `attention_decode.wgsl`: where it runs with more ([`decode_heads`] unforced), not the wide
+/// kernel. The builder also requires the kernel to merge its own splits ([`fuses_combine`]:
+/// natively on Vulkan, where it was measured), and a step's chunks of 64 keys. Its workgroups then have half the serial work a chunk and twice the count, which
+/// at short contexts (few key splits, a GPU partly idle) is what bounds the step.
+pub fn short_steps_one_head(gpu: &Gpu, cfg: &Config, wide_kernel: bool) -> bool {
+    !wide_kernel && gpu.tuning().attn_heads.is_none() && decode_heads(gpu, cfg) > 1 && gpu.tuning().attn_heads_until.unwrap_or(ONE_HEAD_MAX_KEYS) > 0
 }
 
 /// Whether one-token batches apply RoPE and write the KV cache inside `attention_decode.wgsl`
@@ -454,24 +477,32 @@ impl Builder<'_> {
                 (merges || t.splits.is_some() || t.attn_chunk == Some(128)) && decode_fits(self.gpu, cfg, 128)
             };
             let kernel = if wide_kernel { Kernel::AttentionDecodeWide } else { Kernel::AttentionDecode };
+            let geometry = |heads, keys| Geometry::AttentionDecode {
+                head_dim: cfg.head_dim,
+                group: g,
+                heads,
+                kv_f16,
+                rope,
+                sg,
+                v_cached,
+                combine,
+                quant: merges && quant,
+                tickets,
+                keys,
+                prefetch,
+            };
             for keys in [64, 128].into_iter().filter(|&k| k == 64 || chunk128) {
-                let geometry = Geometry::AttentionDecode {
-                    head_dim: cfg.head_dim,
-                    group: g,
-                    heads,
-                    kv_f16,
-                    rope,
-                    sg,
-                    v_cached,
-                    combine,
-                    quant: merges && quant,
-                    tickets,
-                    keys,
-                    prefetch,
-                };
-                variants.push(self.variant(PipelineKey::new(kernel, geometry), &with_rope));
+                variants.push(self.variant(PipelineKey::new(kernel, geometry(heads, keys)), &with_rope));
             }
-            (first, g / heads, variants.len() - first > 1)
+            let chunk128 = variants.len() - first > 1;
+            // Short steps' one head a workgroup, in 64-key chunks (a split of a short step holds
+            // one under the default split rule; steps whose chunks are 128 keys keep `heads`).
+            // (Where the kernel merges its splits: natively, where it was measured.)
+            let one_head = (merges && short_steps_one_head(self.gpu, cfg, wide_kernel)).then(|| {
+                variants.push(self.variant(PipelineKey::new(kernel, geometry(1, 64)), &with_rope));
+                (variants.len() - 1, t.attn_heads_until.unwrap_or(ONE_HEAD_MAX_KEYS))
+            });
+            (first, g / heads, chunk128, one_head)
         });
         // The decode kernel merges one-token batches' splits itself.
         let merged = move |b: &Batch| merges && one.is_some() && b.n_tokens == 1;
@@ -480,9 +511,12 @@ impl Builder<'_> {
         self.op(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
             Some(match (cpu, one, tiled) {
-                (_, Some((i, parts, chunk128)), _) if b.n_tokens == 1 => {
-                    let chunk128 = chunk128 && chunk_keys(forced, b.pos0 + 1, b.splits) == 128;
-                    (i + chunk128 as usize, [parts, n_kv, b.splits])
+                (_, Some((i, parts, chunk128, one_head)), _) if b.n_tokens == 1 => {
+                    let keys = chunk_keys(forced, b.pos0 + 1, b.splits);
+                    match one_head {
+                        Some((j, until)) if b.pos0 < until && keys == 64 => (j, [g, n_kv, b.splits]),
+                        _ => (i + (chunk128 && keys == 128) as usize, [parts, n_kv, b.splits]),
+                    }
                 }
                 (Some((_, per_wg_one)), _, _) if b.n_tokens == 1 && b.splits == 1 => (3, [rows.div_ceil(per_wg_one), n_kv, 1]),
                 (Some((per_wg, _)), _, _) if b.n_tokens > SPLIT_MAX_TOKENS || b.splits == 1 => (2, [rows.div_ceil(per_wg), n_kv, 1]),

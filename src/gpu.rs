@@ -23,6 +23,10 @@ pub struct Tuning {
     /// Forced rows per thread of the one-token matrix-vector kernel with SwiGLU fused (each is a
     /// gate and an up row; else as the others).
     pub rpt_glu: Option<u32>,
+    /// Forced rows per thread of the output head's one-token forms (else as the others).
+    pub head_rpt: Option<u32>,
+    /// Forced threads per row of the output head's matrix-vector forms (else as the others).
+    pub head_tpr: Option<u32>,
     /// Forced spans (with [`Tuning::wide`]: 16-byte pieces) per step of the one-token
     /// matrix-vector kernel (else [`crate::linear::spans_per_step`]; 1 piece).
     pub unroll: Option<u32>,
@@ -57,9 +61,15 @@ pub struct Tuning {
     /// Batches of more than [`crate::attention::SPLIT_MAX_TOKENS`] tokens through
     /// `shaders/attention_tiled.wgsl` on GPUs where its tiles fit (else `attention.wgsl`).
     pub tiled_attention: bool,
-    /// Query heads per workgroup of `attention_decode.wgsl` (a divisor of the GQA group);
-    /// `None`: by group size ([`crate::attention::decode_heads`]).
+    /// Query heads per workgroup of `attention_decode.wgsl` (a divisor of the GQA group), for
+    /// every step; `None`: by group size ([`crate::attention::decode_heads`]), and one for
+    /// short steps ([`Tuning::attn_heads_until`]).
     pub attn_heads: Option<u32>,
+    /// One-token steps over at most this many keys take one query head a workgroup of
+    /// `attention_decode.wgsl` where [`Tuning::attn_heads`] is not set, the kernel merges its
+    /// own splits and the step's chunks are 64 keys ([`crate::attention::short_steps_one_head`]);
+    /// `None`: the default ([`crate::attention::ONE_HEAD_MAX_KEYS`]), 0: never.
+    pub attn_heads_until: Option<u32>,
     /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel (`shaders/matvec.wgsl`, NORM and
     /// GLU); `None`: on GPUs, and on CPU adapters with subgroups ([`Tuning::fused`]).
     pub fuse: Option<bool>,
@@ -120,13 +130,15 @@ pub struct Tuning {
     /// on): Llama-3.2-1B shape Q8_0 800 / 859, Q4_K_M 771 / 808, F16 717 / 775; Llama-3-8B
     /// shape Q4_K_M 262 / 269.
     pub spin_wait: Option<bool>,
-    /// Where one-token attention fuses RoPE and the cache write (an f32 cache) and the value
+    /// Where one-token attention fuses RoPE and the cache write and the value
     /// projection is a matrix of its own (its format differs from q's and k's, as in most
     /// Q4_K_M files, or the three could not be loaded as one buffer), the value projection
     /// writes the token's value into the V cache itself ([`crate::linear::Fuse::cache_row`]), so
     /// that it can run alongside the q/k projection; `None`: on. Measured on an H200
     /// (BENCHMARKS.md v19, top-1 tg128 off / on): Llama-3-8B shape Q4_K_M 274-277 / 284-286,
-    /// at depth 4096 239.5 / 250.0; Llama-3.2-1B shape Q4_K_M 902-919 / 932-973.
+    /// at depth 4096 239.5 / 250.0; Llama-3.2-1B shape Q4_K_M 902-919 / 932-973. An f16 cache
+    /// takes it too where the projection's threads hold an even number of rows (written in
+    /// pairs, [`crate::linear::AT_POSITION16`]): BENCHMARKS.md v31.
     pub v_to_cache: Option<bool>,
     /// One-token attention merges its key splits itself, in the last workgroup of each head
     /// group to finish, instead of a combine dispatch after it
@@ -233,11 +245,14 @@ impl Gpu {
                 quant_out_glu: None,
                 quant_out_tpr: None,
                 rpt_glu: None,
+                head_rpt: None,
+                head_tpr: None,
                 rpt: None,
                 fuse: None,
                 decode_attention: None,
                 tiled_attention: true,
                 attn_heads: None,
+                attn_heads_until: None,
                 matvec_max_tokens: None,
                 tile: Tile::PORTABLE,
                 min_large_tiles: None,

@@ -458,6 +458,10 @@ pub enum Geometry {
         /// With `int`: the output row also written as the next linear op's integer activations
         /// (`QOUT`; a workgroup of 16 rows).
         qout: QuantOut,
+        /// One token, rows per thread even: the rows written as f16 halves, two a word
+        /// (`HALF_ROWS`, [`crate::linear::AT_POSITION16`]: the value projection into an f16 V
+        /// cache).
+        half: bool,
     },
     /// The matrix-matrix kernel's tile.
     Tile(Tile),
@@ -624,6 +628,7 @@ impl Geometry {
             wide: false,
             int: false,
             qout: QuantOut::Off,
+            half: false,
         }
     }
 }
@@ -666,7 +671,7 @@ impl PipelineKey {
         }
         match self.geometry {
             Geometry::Fixed => {}
-            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout } => {
+            Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout, half } => {
                 s += &format!(" tpr{tpr} x{tokens}");
                 if rpt != 1 {
                     s += &format!(" r{rpt}");
@@ -696,6 +701,9 @@ impl PipelineKey {
                     QuantOut::Off => {}
                     QuantOut::Plain => s += " +qout",
                     QuantOut::Norm => s += " +qout-norm",
+                }
+                if half {
+                    s += " +f16-row";
                 }
             }
             Geometry::Tile(t) => s += &format!(" {}x{}/{}x{}", t.bm, t.bn, t.tm, t.tn),
@@ -858,6 +866,9 @@ pub fn compose(key: &PipelineKey) -> String {
     }
     // `//@if` blocks in the shared files too (XH: the activations as f16 halves, matmul_coop).
     let mut shared = consts(key);
+    if !shared.iter().any(|c| c.0 == "HALF_ROWS") {
+        shared.push(("HALF_ROWS", 0));
+    }
     if !shared.iter().any(|c| c.0 == "XH") {
         shared.push(("XH", 0));
     }
@@ -962,7 +973,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             debug_assert!(t.subgroup == 0 || (4 * t.subgroup * kr) % 32 == 0, "subgroup sizes are powers of two");
             vec![("WG", t.lanes), ("RPI", t.rows), ("NT", t.tokens), ("SG", t.subgroup), ("KR", kr)]
         }
-        Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout } => {
+        Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout, half } => {
             // WIDE: the format's runs per piece and vec4s per run.
             // (Formats without pieces compose the span form.)
             let (wide, runs, rj) = match (wide, key.format.and_then(format_piece)) {
@@ -976,6 +987,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
             // XB: matvec.wgsl's CPU-adapter form (activations loaded across a subgroup's lanes).
             let xb = tpr == 1 && span == 32 && un == 1 && broadcasts(sg) && wide == 0;
             assert!(!qout || QUANT_OUT_ROWS % rpt == 0, "QOUT: rows per thread must divide 16");
+            assert!(!half || (rpt % 2 == 0 && tokens == 1 && !qout && !glu), "HALF_ROWS: one token, rows per thread even, no QOUT or SwiGLU");
             vec![
                 ("NT", tokens),
                 ("RPT", rpt),
@@ -985,6 +997,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("SS", norm as u32),
                 ("QOUT", qout as u32),
                 ("QNORM", qnorm as u32),
+                ("HALF_ROWS", half as u32),
                 ("GLU", glu as u32),
                 ("SG", sg),
                 ("WIDE", wide),

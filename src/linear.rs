@@ -31,7 +31,8 @@ pub struct LinearParams {
     /// Where in a token's output row this part's first row goes.
     pub y0: u32,
     /// 1: add to Y (the residual stream); 0: overwrite; [`AT_POSITION`]: overwrite token i's
-    /// output at row `pos0 + i` of Y (the KV cache's row of the token, [`Fuse::cache_row`]).
+    /// output at row `pos0 + i` of Y (the KV cache's row of the token, [`Fuse::cache_row`]);
+    /// [`AT_POSITION16`]: the same as f16 values.
     pub accumulate: u32,
     /// 1: only the batch's last token (read from X row n - 1, written to Y row 0).
     pub last_only: u32,
@@ -41,6 +42,12 @@ pub struct LinearParams {
 
 /// [`LinearParams::accumulate`]: write token i's output row at Y row `pos0 + i`.
 pub const AT_POSITION: u32 = 2;
+
+/// [`LinearParams::accumulate`]: [`AT_POSITION`] into an f16 Y (the f16 KV cache), two rows a
+/// 4-byte word: only the one-token matrix-vector form, with an even number of rows per thread
+/// ([`rows_per_thread`]) and each part of the matrix (cut to fit a binding) an even number of
+/// rows from an even row, whose threads then write their rows in pairs.
+pub const AT_POSITION16: u32 = 3;
 
 /// Where a linear op reads and writes.
 #[derive(Clone, Copy)]
@@ -231,6 +238,27 @@ pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
     gpu.tuning().rpt.unwrap_or(default)
 }
 
+/// Threads per row of the output head's one-token integer form, where the others' take `tpr`:
+/// at most half the row's pieces, so that a thread takes two or more of each row (the head
+/// is one dispatch of 128k rows; with one piece a thread, a row's threads wait on one load
+/// each and then spend as long adding their sums). Measured on an H100 (per-dispatch profile,
+/// BENCHMARKS.md v31, `bench/h100/v31/head.txt`), the Llama-3.2-1B shape's Q4_K head (64 pieces a row)
+/// with 16 / 32 / 64 / 128 threads, 2 rows each: 68.5 / 68.7 / 82.9 / 134.9 us (64 before);
+/// the Llama-3-8B shape's Q6_K head (128 pieces) 235.4 / 187.2 / 171.7 / 186.8 us (64 before
+/// and after); the 1B's Q8_0 head (128 pieces) 114-120 us from 16 to 128 threads.
+fn head_int_threads_per_row(gpu: &Gpu, ty: GgmlType, cols: u32, tpr: u32) -> u32 {
+    match crate::kernels::format_piece(ty) {
+        Some((piece, _)) if gpu.tuning().tpr.is_none() => tpr.min(1 << (cols / piece / 2).max(1).ilog2()),
+        _ => tpr,
+    }
+}
+
+/// Rows per thread of the output head's one-token forms: [`rows_per_thread`] unless
+/// [`crate::gpu::Tuning::head_rpt`] says (its threads per row: [`crate::gpu::Tuning::head_tpr`]).
+pub fn head_rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
+    gpu.tuning().head_rpt.unwrap_or(rows_per_thread(gpu, ty))
+}
+
 /// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
 /// rows per thread (a workgroup is [`matvec_workgroup`] threads).
 fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32 {
@@ -296,9 +324,11 @@ pub struct Fuse<'a> {
     /// 16 rows a workgroup (`QOUT` in `shaders/matvec.wgsl`), so that the next op needs no
     /// quantize dispatch ([`Builder::quantized_by`]).
     pub quant_out: Option<QuantNext<'a>>,
-    /// `(cache, stride)`: the one-token matrix-vector form writes the token's output row into
-    /// `cache` (`[ctx][stride]` f32, the op's rows from column 0) at the token's position instead
-    /// of into [`Io::y`]: the value projection writing the token's value straight into the V
+    /// `(cache, stride, f16)`: the one-token matrix-vector form writes the token's output row
+    /// into `cache` (`[ctx][stride]` f32, or f16 with `f16`: then only with an even
+    /// [`rows_per_thread`] and even part boundaries, see [`AT_POSITION16`]; the op's rows from
+    /// column 0) at the token's
+    /// position instead of into [`Io::y`]: the value projection writing the token's value straight into the V
     /// cache. Its dispatch then writes no buffer used before in the step's pass (the cache is
     /// first touched there) and reads none the op before it wrote, so wgpu (30) records no
     /// barrier before it and the GPU can run it alongside the q/k projection instead of after
@@ -306,7 +336,7 @@ pub struct Fuse<'a> {
     /// a q/k projection without it) or for a second part of a split matrix; the results are the
     /// same either way. Not with `glu`, `accumulate` or `quant_out`; unlike the other fields it
     /// does not depend on [`crate::gpu::Tuning::fused`].
-    pub cache_row: Option<(&'a wgpu::Buffer, u32)>,
+    pub cache_row: Option<(&'a wgpu::Buffer, u32, bool)>,
 }
 
 /// The linear op after this one ([`Fuse::quant_out`]).
@@ -399,7 +429,11 @@ impl Builder<'_> {
             _ => 0,
         };
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
-        let rpt = if glu { self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu, w.ty)) } else { rows_per_thread(self.gpu, w.ty) };
+        let rpt = match (glu, head) {
+            (true, _) => self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu, w.ty)),
+            (_, true) => head_rows_per_thread(self.gpu, w.ty),
+            _ => rows_per_thread(self.gpu, w.ty),
+        };
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         let un_multi = if wide { 1 } else { default_spans_per_step(span) };
@@ -447,6 +481,11 @@ impl Builder<'_> {
         for part in &w.parts {
             let tpr = threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide);
             let tpr_int = int_threads_per_row(self.gpu, w.ty, tpr);
+            let (tpr, tpr_int) = match self.gpu.tuning().head_tpr.filter(|_| head) {
+                Some(t) => (t, t),
+                None if head => (tpr, head_int_threads_per_row(self.gpu, w.ty, w.cols, tpr_int)),
+                None => (tpr, tpr_int),
+            };
             let params = LinearParams {
                 rows: part.rows,
                 cols: w.cols,
@@ -476,8 +515,14 @@ impl Builder<'_> {
                 fuse.cache_row.is_none() || !(glu || io.accumulate || qout.is_some()),
                 "Fuse::cache_row cannot be combined with SwiGLU, accumulate or quant_out"
             );
-            let cache = fuse.cache_row.map(|(cache, stride)| {
-                let at = LinearParams { y_stride: stride, y0: part.row_start, accumulate: AT_POSITION, ..params };
+            let half = matches!(fuse.cache_row, Some((_, _, true)));
+            let cache = fuse.cache_row.map(|(cache, stride, f16)| {
+                assert!(
+                    !f16 || (rpt % 2 == 0 && part.rows % 2 == 0 && part.row_start % 2 == 0),
+                    "Fuse::cache_row into an f16 cache needs an even number of rows per thread and even part boundaries"
+                );
+                let accumulate = if f16 { AT_POSITION16 } else { AT_POSITION };
+                let at = LinearParams { y_stride: stride, y0: part.row_start, accumulate, ..params };
                 (self.uniform("linear cache row", &at), cache)
             });
             let (one_p, one_y) = cache.as_ref().map_or((&mv_p, io.y), |(p, cache)| (p, *cache));
@@ -485,8 +530,20 @@ impl Builder<'_> {
             (one_bufs[0], one_bufs[4]) = (one_p, one_y);
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
-            let rows_geometry =
-                |tpr, tokens, rpt, un| Geometry::Rows { tpr, tokens, rpt, span, un, norm: norm.is_some(), glu, sg, wide, int: false, qout: QuantOut::Off };
+            let rows_geometry = |tpr, tokens, rpt, un, half| Geometry::Rows {
+                tpr,
+                tokens,
+                rpt,
+                span,
+                un,
+                norm: norm.is_some(),
+                glu,
+                sg,
+                wide,
+                int: false,
+                qout: QuantOut::Off,
+                half,
+            };
             // With QOUT, 16 rows a workgroup of at most QUANT_OUT_THREADS threads.
             let tpr_int = match qout {
                 Some(_) => self.gpu.tuning().quant_out_tpr.unwrap_or(tpr_int).min(QUANT_OUT_THREADS / (QUANT_OUT_ROWS / rpt)),
@@ -494,7 +551,7 @@ impl Builder<'_> {
             };
             let one = match &int {
                 Some((xq, xs)) => {
-                    let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: inorm, glu, sg, wide: true, int: true, qout: qout_kind };
+                    let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: inorm, glu, sg, wide: true, int: true, qout: qout_kind, half };
                     let mut b = vec![one_p, bufs[1], bufs[2], io.x, one_y, &part.buffer, xq, xs];
                     if let Some(((oq, os), nw)) = &qout_bufs {
                         b.extend([oq, os]);
@@ -502,10 +559,12 @@ impl Builder<'_> {
                     }
                     self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, g), &b)
                 }
-                None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr, 1, rpt, un)), &one_bufs),
+                None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr, 1, rpt, un, half)), &one_bufs),
             };
-            let mut variants =
-                vec![one, self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi)), &mv_bufs)];
+            let mut variants = vec![
+                one,
+                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi, false)), &mv_bufs),
+            ];
             // Longer batches, variant 2 (and 3): on CPU adapters the CPU matmul alone (the GPU
             // tiles would never run, and each took about 1.4 s of a load on SwiftShader:
             // BENCHMARKS.md, browser section); elsewhere the large tile, and the small one where a
@@ -559,11 +618,11 @@ impl Builder<'_> {
         // form's split op, if any).
         let first = self.program.ops.len() - w.parts.len();
         let norm = norm.filter(|_| fused);
-        let (span, rpt, sg) = (span(self.gpu, w.ty), rows_per_thread(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
+        let (span, rpt, sg) = (span(self.gpu, w.ty), head_rows_per_thread(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         for (i, part) in w.parts.iter().enumerate() {
-            let tpr = threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide);
+            let tpr = self.gpu.tuning().head_tpr.unwrap_or_else(|| threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide));
             let params = LinearParams {
                 rows: part.rows,
                 cols: w.cols,
@@ -579,9 +638,11 @@ impl Builder<'_> {
             let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
             bufs.extend(norm.map(|n| n.1));
             bufs.extend(wide.then_some(&part.buffer));
-            let geometry = Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false, qout: QuantOut::Off };
+            let geometry =
+                Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false, qout: QuantOut::Off, half: false };
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, geometry), &bufs);
             let op = &mut self.program.ops[first + i];
+            op.tag = "head";
             let last_index = op.variants.len();
             op.variants.push(last);
             let all = std::mem::replace(&mut op.plan, Box::new(|_| None));

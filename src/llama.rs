@@ -163,9 +163,9 @@ impl Llama {
         // integer activations where it reads them (Fuse::quant_out): no quantize dispatch.
         let (qout, qout_glu) = (fuse && quant_out(gpu, false), fuse && quant_out(gpu, true));
         // The value projection may write the token's value into the cache only where one-token
-        // attention then reads it there (RoPE fused, an f32 cache) and one-token batches take
+        // attention then reads it there (RoPE fused) and one-token batches take
         // the matrix-vector form (Fuse::cache_row).
-        let v_to_cache = gpu.tuning().v_to_cache.unwrap_or(true) && rope_fused && cfg.kv == KvType::F32 && crate::linear::matvec_tokens(gpu) >= 1;
+        let v_to_cache = gpu.tuning().v_to_cache.unwrap_or(true) && rope_fused && crate::linear::matvec_tokens(gpu) >= 1;
         for (l, lw) in weights.layers.iter().enumerate() {
             let k_cache = b.storage("k cache", kv_bytes);
             let v_cache = b.storage("v cache", kv_bytes);
@@ -174,8 +174,12 @@ impl Llama {
             // A value projection of its own writes decode's value into the cache (Fuse::cache_row).
             let mut v_cached = false;
             for (m, y0) in &lw.qkv {
-                let v_alone = v_to_cache && *y0 == q + kv && m.rows == kv;
-                let cache_row = v_alone.then_some((&v_cache, kv));
+                // (An f16 cache takes a thread's rows in pairs, a word each: rows per thread even,
+                // and each part of the matrix, cut to fit a binding, an even number of rows.)
+                let f16 = cfg.kv == KvType::F16;
+                let pairs = crate::linear::rows_per_thread(gpu, m.ty) % 2 == 0 && m.parts.iter().all(|p| p.rows % 2 == 0 && p.row_start % 2 == 0);
+                let v_alone = v_to_cache && *y0 == q + kv && m.rows == kv && (!f16 || pairs);
+                let cache_row = v_alone.then_some((&v_cache, kv, f16));
                 b.linear_fused(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false }, Fuse { cache_row, ..norm });
                 v_cached |= v_alone;
             }
@@ -512,7 +516,7 @@ impl Llama {
     }
 
     /// GPU time of each dispatch of one batch of `n` tokens at `pos0` (token id 1 each), from
-    /// timestamp queries around one compute pass per dispatch: (kernel label, seconds, bytes moved)
+    /// timestamp queries around one compute pass per dispatch: (kernel label, the output head's after "head: " ([`crate::program::Dispatch::labelled`]), seconds, bytes moved)
     /// in program order; and the GPU seconds of the whole batch in one compute pass, as `forward`
     /// records it (the median of 5 runs), which also shows what the per-dispatch passes add.
     /// `None` when the device has no timestamp queries. Writes the KV cache at `pos0 .. pos0 + n`
@@ -539,8 +543,7 @@ impl Llama {
         queries.destroy();
         self.filled.set(self.filled.get().max(pos0 + n));
         let period = self.gpu.queue.get_timestamp_period() as f64 * 1e-9;
-        let list =
-            list.iter().enumerate().map(|(i, d)| (d.variant.key.label(), ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period, d.bytes)).collect();
+        let list = list.iter().enumerate().map(|(i, d)| (d.labelled(), ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period, d.bytes)).collect();
         // The same batch in one pass.
         let (queries, resolve) = self.timestamps(2);
         let mut runs = Vec::new();

@@ -117,6 +117,9 @@ pub struct Op {
     pub plan: Plan,
     /// Its memory traffic (0 unless the builder set it).
     pub traffic: Traffic,
+    /// What the profiler calls it before its kernel's label ("" for most ops; "head" for the
+    /// output head, whose matrix would otherwise share a row with a layer's).
+    pub tag: &'static str,
 }
 
 /// A dispatch as recorded for one batch: which op's which variant, over which grid.
@@ -128,6 +131,18 @@ pub struct Dispatch<'a> {
     pub grid: [u32; 3],
     /// Bytes it moves (see [`Traffic`]).
     pub bytes: u64,
+    /// Its op's [`Op::tag`].
+    pub tag: &'static str,
+}
+
+impl Dispatch<'_> {
+    /// The profiler's label: the kernel's, after the op's tag if it has one.
+    pub fn labelled(&self) -> String {
+        match self.tag {
+            "" => self.variant.key.label(),
+            tag => format!("{tag}: {}", self.variant.key.label()),
+        }
+    }
 }
 
 /// The ops in order.
@@ -144,14 +159,14 @@ impl Program {
             .iter()
             .filter_map(|op| {
                 let (v, grid) = (op.plan)(batch)?;
-                Some(Dispatch { variant: &op.variants[v], grid, bytes: (op.traffic)(batch) })
+                Some(Dispatch { variant: &op.variants[v], grid, bytes: (op.traffic)(batch), tag: op.tag })
             })
             .collect()
     }
 
     /// Appends an op of `variants` planned by `plan` (no traffic estimate).
     pub fn push(&mut self, variants: Vec<Variant>, plan: impl Fn(&Batch) -> Option<(usize, [u32; 3])> + 'static) {
-        self.ops.push(Op { variants, plan: Box::new(plan), traffic: Box::new(|_| 0) });
+        self.ops.push(Op { variants, plan: Box::new(plan), traffic: Box::new(|_| 0), tag: "" });
     }
 
     /// Records `batch` into one compute pass of a command buffer of its own and submits it

@@ -501,38 +501,98 @@ fn decode_merges_long_contexts_and_wide_groups() {
 }
 
 /// The value projection of its own (Q6_K beside Q4_K q and k, as in Q4_K_M files) writes decode's
-/// value straight into the V cache (`Tuning::v_to_cache`, `linear::Fuse::cache_row`) and
-/// one-token attention reads it there (`+v-cached`): the same logits, bit for bit, as through
-/// qkv, at every position of a prompt decoded a token at a time and past the key splits' first
-/// chunk; and the path is taken.
+/// value straight into the V cache (`Tuning::v_to_cache`, `linear::Fuse::cache_row`; into the
+/// f16 cache two rows a word, `linear::AT_POSITION16`) and one-token attention reads it there
+/// (`+v-cached`): the same logits, bit for bit, as through qkv (where the f16 cache's attention
+/// rounds the token's own value as the cache holds it), at every position of a prompt decoded a
+/// token at a time and past the key splits' first chunk; and the path is taken.
 #[test]
 fn value_projection_into_the_cache() {
-    let s = Shape::dense(256, 2, 4, 2, 512, 67);
+    // Head dims 64 (attention_decode.wgsl) and 128 (attention_decode_wide.wgsl on GPUs).
+    for (heads, kv_heads) in [(4, 2), (2, 1)] {
+        for kv in [KvType::F32, KvType::F16] {
+            value_projection_into_the_cache_with(Shape::dense(256, 2, heads, kv_heads, 512, 67), kv, None);
+        }
+    }
+    // Bindings capped at 63 Q6_K rows of 256 weights (210 bytes each): the value projection's 128
+    // rows in parts of 63, 63 and 2. Its f16 rows go in pairs, a word each, which such parts
+    // would straddle: the f16 cache's value goes through qkv then; the f32 cache's still not.
+    for kv in [KvType::F32, KvType::F16] {
+        value_projection_into_the_cache_with(Shape::dense(256, 2, 4, 2, 512, 67), kv, Some(63 * 210 + 19));
+    }
+}
+
+fn value_projection_into_the_cache_with(s: Shape, kv: KvType, cap: Option<u64>) {
+    // (A capped binding holds a cache of 24 positions.)
+    let ctx = if cap.is_some() { 24 } else { 160 };
     let bytes = model(&s, Scheme::Q4KM, 11).unwrap().to_bytes();
     let g = Gguf::parse(bytes.as_slice()).unwrap();
     let load = |on: bool| {
         let mut gpu = gpu(false);
+        if let Some(c) = cap {
+            gpu.cap_binding(c);
+        }
         let t = gpu.tuning_mut();
         (t.cpu, t.fuse, t.splits, t.v_to_cache) = (false, Some(true), Some(3), Some(on));
-        Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(160), ..Default::default() }).unwrap()
+        Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(ctx), kv, ..Default::default() }).unwrap()
     };
     let (plain, cached) = (load(false), load(true));
-    let names = |l: &Llama| l.dispatches(&l.plan(1, 100, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
+    let names = |l: &Llama| l.dispatches(&l.plan(1, ctx - 2, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
     let with = |v: &[String], k: &str| v.iter().filter(|n| n.contains(k)).count();
     let (a, b) = (names(&plain), names(&cached));
-    assert_eq!((with(&a, "+v-cached"), with(&b, "+v-cached")), (0, 2), "one-token attention reading the cache's value, per layer: {b:?}");
-    assert_eq!(a.len(), b.len(), "the same dispatches");
-    let tokens: Vec<u32> = (0..140).map(|i| (i * 7919 + 3) % s.vocab).collect();
+    let odd_parts = cap.is_some() && kv == KvType::F16;
+    let (v_cached, f16_rows) = (if odd_parts { 0 } else { 2 }, if kv == KvType::F16 && !odd_parts { 2 } else { 0 });
+    assert_eq!(
+        (with(&a, "+v-cached"), with(&b, "+v-cached")),
+        (0, v_cached),
+        "{kv} cache, cap {cap:?}: one-token attention reading the cache's value, per layer: {b:?}"
+    );
+    assert_eq!((with(&a, "+f16-row"), with(&b, "+f16-row")), (0, f16_rows), "{kv} cache, cap {cap:?}: the value projection's f16 rows, per layer: {b:?}");
+    assert_eq!(a.len(), b.len(), "{kv} cache: the same dispatches");
+    let tokens: Vec<u32> = (0..140.min(ctx)).map(|i| (i * 7919 + 3) % s.vocab).collect();
     for (pos, &t) in tokens.iter().enumerate() {
         let (x, y) = (block_on(plain.forward(&[t], pos as u32)).unwrap(), block_on(cached.forward(&[t], pos as u32)).unwrap());
-        assert_eq!(x, y, "logits at position {pos}, the value through the cache against through qkv");
+        assert_eq!(x, y, "{kv} cache, head dim {}: logits at position {pos}, the value through the cache against through qkv", s.d / s.n_heads);
     }
     // One-token steps between multi-token batches (whose values rope_kv writes from qkv), and a
     // step re-run from an earlier position (its cache row overwritten).
-    let calls: [(&[u32], u32); 6] = [(&tokens[..5], 0), (&tokens[5..6], 5), (&tokens[6..9], 6), (&tokens[9..10], 9), (&tokens[40..41], 7), (&tokens[8..9], 8)];
+    let calls: [(&[u32], u32); 6] = [(&tokens[..5], 0), (&tokens[5..6], 5), (&tokens[6..9], 6), (&tokens[9..10], 9), (&tokens[20..21], 7), (&tokens[8..9], 8)];
     for (chunk, pos) in calls {
         let (x, y) = (block_on(plain.forward(chunk, pos)).unwrap(), block_on(cached.forward(chunk, pos)).unwrap());
-        assert_eq!(x, y, "logits of {} tokens at position {pos}", chunk.len());
+        assert_eq!(x, y, "{kv} cache, head dim {}: logits of {} tokens at position {pos}", s.d / s.n_heads, chunk.len());
+    }
+}
+
+/// One-token steps over at most `Tuning::attn_heads_until` keys take one query head a workgroup
+/// of attention_decode.wgsl (`attention::short_steps_one_head`), longer ones two: the same
+/// logits as with two heads a workgroup throughout, at every position of a prompt decoded a
+/// token at a time on both sides of the bound, with 3 key splits and by context, and the f16 cache; and
+/// each side takes its form.
+#[test]
+fn short_steps_take_one_head_a_workgroup() {
+    let s = Shape::dense(256, 2, 4, 1, 512, 67);
+    let bytes = model(&s, Scheme::All(GgmlType::Q8_0), 13).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    for (kv, splits) in [(KvType::F32, Some(3)), (KvType::F32, None), (KvType::F16, Some(3))] {
+        let load = |until: u32| {
+            let mut gpu = gpu(false);
+            let t = gpu.tuning_mut();
+            (t.cpu, t.fuse, t.splits, t.attn_heads_until) = (false, Some(true), splits, Some(until));
+            Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(160), kv, ..Default::default() }).unwrap()
+        };
+        let (two, short) = (load(0), load(100));
+        let attention = |l: &Llama, pos: u32| {
+            l.dispatches(&l.plan(1, pos, false)).iter().map(|d| d.variant.key.label()).find(|n| n.starts_with("attention_decode")).unwrap()
+        };
+        assert!(attention(&short, 99).contains(" g4/1 "), "{kv}, {splits:?} splits: 100 keys, one head a workgroup: {}", attention(&short, 99));
+        assert!(attention(&short, 100).contains(" g4/2 "), "{kv}, {splits:?} splits: 101 keys, two: {}", attention(&short, 100));
+        assert!(attention(&two, 50).contains(" g4/2 "), "{kv}, {splits:?} splits: off, two: {}", attention(&two, 50));
+        let tokens: Vec<u32> = (0..140).map(|i| (i * 7919 + 5) % s.vocab).collect();
+        for (pos, &t) in tokens.iter().enumerate() {
+            let (x, y) = (block_on(two.forward(&[t], pos as u32)).unwrap(), block_on(short.forward(&[t], pos as u32)).unwrap());
+            let d = max_abs(&x, &y);
+            assert!(d < 1e-4, "{kv}, {splits:?} splits: logits at position {pos}, one head a workgroup against two: {d}");
+        }
     }
 }
 

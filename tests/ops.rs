@@ -539,7 +539,6 @@ fn rope_attention() {
             for pos0 in [0, 45, 64, 128, 130] {
                 let n_heads = if variant == 4 { 8 } else { 6 };
                 let cfg = Config { kv: kv_type, head_dim, n_heads, ..attention_config(pos0 + n + 3) };
-                let fused = attention::fuses_rope(&gpu, &cfg) && n == 1;
                 assert_eq!(attention::fuses_rope(&gpu, &cfg), variant != 1, "the decode fusions decide");
                 let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
                 let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
@@ -550,15 +549,14 @@ fn rope_attention() {
                     c[pos0 as usize * kv..(pos0 + n) as usize * kv].fill(f32::NAN);
                 }
                 // The caches as they hold values; the reference: RoPE on q and k in f64, k and v
-                // into the caches, then attention. The fused kernel uses the token's own key and
-                // value unrounded (it has them in qkv), so for it they stay f32 in the reference.
+                // into the caches, then attention, the token's own key and value as the cache
+                // holds them (the fused kernel, which has them in qkv, rounds them as well).
                 let round = |v: &[f32]| match kv_type {
                     KvType::F32 => v.to_vec(),
                     KvType::F16 => oneshot::unpack_f16(&oneshot::pack_f16(v)),
                 };
                 let freqs = rope::frequencies(&cfg, None);
                 let (mut roped, mut want_k, mut want_v) = (qkv.clone(), round(&kc), round(&vc));
-                let (mut att_k, mut att_v) = (want_k.clone(), want_v.clone());
                 for (i, row) in roped.chunks_mut(q + 2 * kv).enumerate() {
                     let p = pos0 as usize + i;
                     for part in [0..q, q..q + kv] {
@@ -568,11 +566,8 @@ fn rope_attention() {
                     }
                     want_k[p * kv..][..kv].copy_from_slice(&round(&row[q..q + kv]));
                     want_v[p * kv..][..kv].copy_from_slice(&round(&row[q + kv..]));
-                    let own = |v: &[f32]| if fused { v.to_vec() } else { round(v) };
-                    att_k[p * kv..][..kv].copy_from_slice(&own(&row[q..q + kv]));
-                    att_v[p * kv..][..kv].copy_from_slice(&own(&row[q + kv..]));
                 }
-                let want = attention_reference(&cfg, &roped, pos0, &att_k, &att_v);
+                let want = attention_reference(&cfg, &roped, pos0, &want_k, &want_v);
                 for s in [1, 3, 8] {
                     let what = format!("rope + attention {kv_type} variant {variant} hd {head_dim} T={n} pos0={pos0} splits={s}");
                     let [o, k, v] = block_on(oneshot::rope_attention(&gpu, &cfg, None, &qkv, pos0, &kc, &vc, s)).unwrap();

@@ -150,6 +150,14 @@ mod cli {
         /// (default: as --rpt).
         #[arg(long)]
         rpt_glu: Option<u32>,
+        /// Rows per thread of the output head's one-token matrix-vector kernel: 1 to 8
+        /// (default: as --rpt).
+        #[arg(long)]
+        head_rpt: Option<u32>,
+        /// Threads per row of the output head's matrix-vector kernels: a power of two from 4 to
+        /// 256 (default: as --tpr).
+        #[arg(long)]
+        head_tpr: Option<u32>,
         /// Spans a one-token matrix-vector thread loads before using any: 1 to 8 (default: 16
         /// weights' worth).
         #[arg(long)]
@@ -191,6 +199,11 @@ mod cli {
         /// shape).
         #[arg(long)]
         attn_heads: Option<u32>,
+        /// One-token steps over at most this many keys take one query head a workgroup of the
+        /// one-token attention kernel (head dims up to 64, where it merges its own key splits,
+        /// natively on Vulkan, in 64-key chunks; 0: never; default: 1024).
+        #[arg(long)]
+        attn_heads_until: Option<u32>,
         /// Decode attention through the general kernel (attention.wgsl) instead of the one-token kernel.
         #[arg(long)]
         no_decode_attention: bool,
@@ -281,6 +294,7 @@ mod cli {
             }
             t.splits = self.splits.or(t.splits);
             t.attn_heads = self.attn_heads.or(t.attn_heads);
+            t.attn_heads_until = self.attn_heads_until.or(t.attn_heads_until);
             if let Some(n) = self.tpr {
                 if !n.is_power_of_two() || n > 256 {
                     return Err(format!("--tpr {n}: expected a power of two from 1 to 256").into());
@@ -298,6 +312,18 @@ mod cli {
                     return Err(format!("--rpt-glu {n}: expected 1 to 8").into());
                 }
                 t.rpt_glu = Some(n);
+            }
+            if let Some(n) = self.head_rpt {
+                if !(1..=8).contains(&n) {
+                    return Err(format!("--head-rpt {n}: expected 1 to 8").into());
+                }
+                t.head_rpt = Some(n);
+            }
+            if let Some(n) = self.head_tpr {
+                if !n.is_power_of_two() || !(4..=256).contains(&n) {
+                    return Err(format!("--head-tpr {n}: expected a power of two from 4 to 256").into());
+                }
+                t.head_tpr = Some(n);
             }
             if let Some(n) = self.unroll {
                 if !(1..=8).contains(&n) {

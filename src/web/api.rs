@@ -123,8 +123,9 @@ export interface TopK {
 
 /** Llama.profile's result: GPU seconds per kernel of one forward pass, from timestamp queries. */
 export interface Profile {
-  /** Each dispatch in program order: its kernel (pipeline key), GPU seconds in a compute pass of
-   * its own, and the bytes it moves by the profiler's estimate (weights, activations, KV cache). */
+  /** Each dispatch in program order: its kernel (pipeline key; the output head's after "head: "),
+   * GPU seconds in a compute pass of its own, and the bytes it moves by the profiler's estimate
+   * (weights, activations, KV cache). */
   kernels: { label: string; seconds: number; bytes: number }[];
   /** GPU seconds of the whole pass recorded as forward records it (median of 5). */
   passSeconds: number;
