@@ -511,20 +511,21 @@ fn value_projection_into_the_cache() {
     // Head dims 64 (attention_decode.wgsl) and 128 (attention_decode_wide.wgsl on GPUs).
     for (heads, kv_heads) in [(4, 2), (2, 1)] {
         for kv in [KvType::F32, KvType::F16] {
-            value_projection_into_the_cache_with(Shape::dense(256, 2, heads, kv_heads, 512, 67), kv, None);
+            value_projection_into_the_cache_with(Shape::dense(256, 2, heads, kv_heads, 512, 67), kv, None, 160);
         }
     }
+    // Rows of 2048 weights: the GPUs' integer form of the Q6_K projection (64 threads a row, 16-byte
+    // pieces, its sums through workgroup memory), as on the Llama shapes.
+    value_projection_into_the_cache_with(Shape::dense(2048, 1, 16, 4, 512, 67), KvType::F16, None, 48);
     // Bindings capped at 63 Q6_K rows of 256 weights (210 bytes each): the value projection's 128
     // rows in parts of 63, 63 and 2. Its f16 rows go in pairs, a word each, which such parts
     // would straddle: the f16 cache's value goes through qkv then; the f32 cache's still not.
     for kv in [KvType::F32, KvType::F16] {
-        value_projection_into_the_cache_with(Shape::dense(256, 2, 4, 2, 512, 67), kv, Some(63 * 210 + 19));
+        value_projection_into_the_cache_with(Shape::dense(256, 2, 4, 2, 512, 67), kv, Some(63 * 210 + 19), 24);
     }
 }
 
-fn value_projection_into_the_cache_with(s: Shape, kv: KvType, cap: Option<u64>) {
-    // (A capped binding holds a cache of 24 positions.)
-    let ctx = if cap.is_some() { 24 } else { 160 };
+fn value_projection_into_the_cache_with(s: Shape, kv: KvType, cap: Option<u64>, ctx: u32) {
     let bytes = model(&s, Scheme::Q4KM, 11).unwrap().to_bytes();
     let g = Gguf::parse(bytes.as_slice()).unwrap();
     let load = |on: bool| {
@@ -541,7 +542,11 @@ fn value_projection_into_the_cache_with(s: Shape, kv: KvType, cap: Option<u64>) 
     let with = |v: &[String], k: &str| v.iter().filter(|n| n.contains(k)).count();
     let (a, b) = (names(&plain), names(&cached));
     let odd_parts = cap.is_some() && kv == KvType::F16;
-    let (v_cached, f16_rows) = (if odd_parts { 0 } else { 2 }, if kv == KvType::F16 && !odd_parts { 2 } else { 0 });
+    if s.d >= 2048 && kv == KvType::F16 {
+        assert!(b.iter().any(|n| n.contains("tpr64") && n.contains("wide idot +f16-row")), "the GPUs' integer form writes the f16 rows: {b:?}");
+    }
+    let layers = s.n_layers as usize;
+    let (v_cached, f16_rows) = (if odd_parts { 0 } else { layers }, if kv == KvType::F16 && !odd_parts { layers } else { 0 });
     assert_eq!(
         (with(&a, "+v-cached"), with(&b, "+v-cached")),
         (0, v_cached),

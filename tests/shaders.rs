@@ -326,6 +326,8 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 (128, 4, 4, false, true, 32, false, false, false, 64),
                 (64, 8, 1, true, true, 8, false, true, true, 64),
                 (64, 4, 2, false, true, 0, false, true, true, 128),
+                // The f16 cache with the value projection's rows in it, one head a workgroup.
+                (64, 4, 1, true, true, 32, true, true, true, 64),
             ]
             .into_iter()
             .map(|(head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant, keys)| {
@@ -341,6 +343,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 (64, 4, 2, false, 32, true, true),
                 (32, 4, 2, true, 8, false, false),
                 (512, 2, 2, false, 64, true, false),
+                (128, 4, 2, true, 32, true, true),
             ]
             .into_iter()
             .flat_map(|c| [(c, 64), (c, 128)])
