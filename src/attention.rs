@@ -308,14 +308,16 @@ pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
 /// chains save.
 pub const ONE_HEAD_MAX_KEYS: u32 = 1024;
 
-/// Whether one-token steps over at most [`crate::gpu::Tuning::attn_heads_until`] keys
-/// ([`ONE_HEAD_MAX_KEYS`] by default) take one query head a workgroup of
-/// `attention_decode.wgsl`: where it runs with more ([`decode_heads`] unforced), not the wide
-/// kernel. The builder also requires the kernel to merge its own splits ([`fuses_combine`]:
-/// natively on Vulkan, where it was measured), and a step's chunks of 64 keys. Its workgroups then have half the serial work a chunk and twice the count, which
-/// at short contexts (few key splits, a GPU partly idle) is what bounds the step.
-pub fn short_steps_one_head(gpu: &Gpu, cfg: &Config, wide_kernel: bool) -> bool {
-    !wide_kernel && gpu.tuning().attn_heads.is_none() && decode_heads(gpu, cfg) > 1 && gpu.tuning().attn_heads_until.unwrap_or(ONE_HEAD_MAX_KEYS) > 0
+/// The most keys over which one-token steps of `attention_decode.wgsl` take one query head a
+/// workgroup ([`crate::gpu::Tuning::attn_heads_until`], else [`ONE_HEAD_MAX_KEYS`]), or `None`
+/// where they never do: the kernel runs with more ([`decode_heads`] unforced), not as the wide
+/// kernel, and merges its own splits (`merges`, [`fuses_combine`]: natively on Vulkan, where it
+/// was measured). The steps take it where their chunks are 64 keys. Its workgroups then have
+/// half the serial work a chunk and twice the count, which at short contexts (few key splits,
+/// a GPU partly idle) is what bounds the step.
+pub fn short_steps_one_head(gpu: &Gpu, cfg: &Config, merges: bool, wide_kernel: bool) -> Option<u32> {
+    let until = gpu.tuning().attn_heads_until.unwrap_or(ONE_HEAD_MAX_KEYS);
+    (merges && !wide_kernel && gpu.tuning().attn_heads.is_none() && decode_heads(gpu, cfg) > 1 && until > 0).then_some(until)
 }
 
 /// Whether one-token batches apply RoPE and write the KV cache inside `attention_decode.wgsl`
@@ -497,10 +499,9 @@ impl Builder<'_> {
             let chunk128 = variants.len() - first > 1;
             // Short steps' one head a workgroup, in 64-key chunks (a split of a short step holds
             // one under the default split rule; steps whose chunks are 128 keys keep `heads`).
-            // (Where the kernel merges its splits: natively, where it was measured.)
-            let one_head = (merges && short_steps_one_head(self.gpu, cfg, wide_kernel)).then(|| {
+            let one_head = short_steps_one_head(self.gpu, cfg, merges, wide_kernel).map(|until| {
                 variants.push(self.variant(PipelineKey::new(kernel, geometry(1, 64)), &with_rope));
-                (variants.len() - 1, t.attn_heads_until.unwrap_or(ONE_HEAD_MAX_KEYS))
+                (variants.len() - 1, until)
             });
             (first, g / heads, chunk128, one_head)
         });

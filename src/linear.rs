@@ -44,9 +44,8 @@ pub struct LinearParams {
 pub const AT_POSITION: u32 = 2;
 
 /// [`LinearParams::accumulate`]: [`AT_POSITION`] into an f16 Y (the f16 KV cache), two rows a
-/// 4-byte word: only the one-token matrix-vector form, with an even number of rows per thread
-/// ([`rows_per_thread`]) and each part of the matrix (cut to fit a binding) an even number of
-/// rows from an even row, whose threads then write their rows in pairs.
+/// 4-byte word: only the one-token matrix-vector form, whose threads then write their rows in
+/// pairs (where [`writes_f16_rows`]).
 pub const AT_POSITION16: u32 = 3;
 
 /// Where a linear op reads and writes.
@@ -253,6 +252,14 @@ fn head_int_threads_per_row(gpu: &Gpu, ty: GgmlType, cols: u32, tpr: u32) -> u32
     }
 }
 
+/// Whether the one-token matrix-vector form of `w` can write its rows into an f16 cache
+/// ([`AT_POSITION16`], [`Fuse::cache_row`]): a thread's rows go in pairs, a word each, so rows
+/// per thread are even and each part of the matrix (cut to fit a binding) has an even number
+/// of rows from an even row.
+pub fn writes_f16_rows(gpu: &Gpu, w: &Matrix) -> bool {
+    rows_per_thread(gpu, w.ty) % 2 == 0 && w.parts.iter().all(|p| p.rows % 2 == 0 && p.row_start % 2 == 0)
+}
+
 /// Rows per thread of the output head's one-token forms: [`rows_per_thread`] unless
 /// [`crate::gpu::Tuning::head_rpt`] says (its threads per row: [`crate::gpu::Tuning::head_tpr`]).
 pub fn head_rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
@@ -325,11 +332,9 @@ pub struct Fuse<'a> {
     /// quantize dispatch ([`Builder::quantized_by`]).
     pub quant_out: Option<QuantNext<'a>>,
     /// `(cache, stride, f16)`: the one-token matrix-vector form writes the token's output row
-    /// into `cache` (`[ctx][stride]` f32, or f16 with `f16`: then only with an even
-    /// [`rows_per_thread`] and even part boundaries, see [`AT_POSITION16`]; the op's rows from
-    /// column 0) at the token's
-    /// position instead of into [`Io::y`]: the value projection writing the token's value straight into the V
-    /// cache. Its dispatch then writes no buffer used before in the step's pass (the cache is
+    /// into `cache` (`[ctx][stride]` f32, or f16 with `f16`, where [`writes_f16_rows`]; the
+    /// op's rows from column 0) at the token's position instead of into [`Io::y`]: the value
+    /// projection writing the token's value straight into the V cache. Its dispatch then writes no buffer used before in the step's pass (the cache is
     /// first touched there) and reads none the op before it wrote, so wgpu (30) records no
     /// barrier before it and the GPU can run it alongside the q/k projection instead of after
     /// it. It cannot where an op comes between them (a quantize op for an integer-form v after
@@ -516,11 +521,8 @@ impl Builder<'_> {
                 "Fuse::cache_row cannot be combined with SwiGLU, accumulate or quant_out"
             );
             let half = matches!(fuse.cache_row, Some((_, _, true)));
+            assert!(!half || writes_f16_rows(self.gpu, w), "Fuse::cache_row into an f16 cache: see linear::writes_f16_rows");
             let cache = fuse.cache_row.map(|(cache, stride, f16)| {
-                assert!(
-                    !f16 || (rpt % 2 == 0 && part.rows % 2 == 0 && part.row_start % 2 == 0),
-                    "Fuse::cache_row into an f16 cache needs an even number of rows per thread and even part boundaries"
-                );
                 let accumulate = if f16 { AT_POSITION16 } else { AT_POSITION };
                 let at = LinearParams { y_stride: stride, y0: part.row_start, accumulate, ..params };
                 (self.uniform("linear cache row", &at), cache)

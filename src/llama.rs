@@ -174,11 +174,8 @@ impl Llama {
             // A value projection of its own writes decode's value into the cache (Fuse::cache_row).
             let mut v_cached = false;
             for (m, y0) in &lw.qkv {
-                // (An f16 cache takes a thread's rows in pairs, a word each: rows per thread even,
-                // and each part of the matrix, cut to fit a binding, an even number of rows.)
                 let f16 = cfg.kv == KvType::F16;
-                let pairs = crate::linear::rows_per_thread(gpu, m.ty) % 2 == 0 && m.parts.iter().all(|p| p.rows % 2 == 0 && p.row_start % 2 == 0);
-                let v_alone = v_to_cache && *y0 == q + kv && m.rows == kv && (!f16 || pairs);
+                let v_alone = v_to_cache && *y0 == q + kv && m.rows == kv && (!f16 || crate::linear::writes_f16_rows(gpu, m));
                 let cache_row = v_alone.then_some((&v_cache, kv, f16));
                 b.linear_fused(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false }, Fuse { cache_row, ..norm });
                 v_cached |= v_alone;
@@ -516,8 +513,9 @@ impl Llama {
     }
 
     /// GPU time of each dispatch of one batch of `n` tokens at `pos0` (token id 1 each), from
-    /// timestamp queries around one compute pass per dispatch: (kernel label, the output head's after "head: " ([`crate::program::Dispatch::labelled`]), seconds, bytes moved)
-    /// in program order; and the GPU seconds of the whole batch in one compute pass, as `forward`
+    /// timestamp queries around one compute pass per dispatch: (kernel label, the output head's
+    /// after "head: " ([`crate::program::Dispatch::labelled`]), seconds, bytes moved) in program
+    /// order; and the GPU seconds of the whole batch in one compute pass, as `forward`
     /// records it (the median of 5 runs), which also shows what the per-dispatch passes add.
     /// `None` when the device has no timestamp queries. Writes the KV cache at `pos0 .. pos0 + n`
     /// (positions before must be filled).
