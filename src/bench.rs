@@ -38,6 +38,11 @@ pub struct BenchOptions {
     /// With all logits: copy them out of the readback buffer (`Llama::read`, as `forward`
     /// returns them) before the argmax, instead of reading them in place (`Llama::read_with`).
     pub copy_logits: bool,
+    /// Decode as llama-bench's tg does (`test_gen` in llama.cpp's `tools/llama-bench`): each
+    /// next token a pseudo-random id, not chosen from the logits, which are still read back and
+    /// mapped every token (llama-bench copies them to host memory and never reads them). Off:
+    /// the next token is the argmax of the logits (or the first of the top k), a greedy loop.
+    pub random_next: bool,
 }
 
 /// One kernel's share of a profiled batch: the dispatches with the same pipeline label.
@@ -159,8 +164,13 @@ pub struct BenchReport {
     pub ahead_ms: f64,
     /// The top-k readout decode used, if any ([`BenchOptions::top_k`]).
     pub top_k: Option<u32>,
+    /// Decoded tokens whose step took its inputs from a staging slot, and all decoded tokens
+    /// (timed repeats; [`Llama::staged_steps`]).
+    pub staged: (u64, u64),
     /// See [`BenchOptions::copy_logits`].
     pub copy_logits: bool,
+    /// See [`BenchOptions::random_next`].
+    pub random_next: bool,
     /// Dispatches per decoded token.
     pub dispatches_per_token: usize,
     /// Weight bytes read per decoded token (the embedding row, every matrix, top-k of E experts).
@@ -200,9 +210,9 @@ impl BenchReport {
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"staged_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.staged.0, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
             self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv
         )
@@ -222,9 +232,13 @@ impl std::fmt::Display for BenchReport {
         } else {
             "all logits read back, argmax on the CPU over the mapped buffer"
         };
-        let readout = self.top_k.map_or(all.to_string(), |k| format!("top {k} read back (chosen on the GPU)"));
+        let mut readout = self.top_k.map_or(all.to_string(), |k| format!("top {k} read back (chosen on the GPU)"));
+        if self.random_next {
+            readout += "; the next token pseudo-random, not picked (llama-bench's tg)";
+        }
         writeln!(f, "decode readout: {readout}")?;
         writeln!(f, "CPU record+submit per decoded token: {:.3} ms ({:.3} ms of it recording the next step ahead)", self.encode_ms, self.ahead_ms)?;
+        writeln!(f, "decoded tokens with their inputs staged: {} of {}", self.staged.0, self.staged.1)?;
         writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
         writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
@@ -290,6 +304,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     llama.forward(&[1], 0).await?;
     let load_s = t0.elapsed().as_secs_f64();
     let (mut pre, mut dec, mut enc, mut waits, mut picks, mut aheads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut staged = (0, 0);
     // Kernels compile on the first batch that runs them (program::Variant): repeat 0 runs the
     // same shapes untimed, so that the timed repeats measure running them, not compiling.
     for r in 0..=opts.repeats.max(1) {
@@ -310,6 +325,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         }
         let t = Instant::now();
         let (mut encode, mut wait, mut pick, mut ahead) = (0.0, 0.0, 0.0, 0.0);
+        let staged0 = llama.staged_steps().0;
         for i in 0..opts.gen {
             // forward() split in two, to time the CPU side of a token on its own.
             let (te, p0) = (Instant::now(), llama.prepare_seconds());
@@ -321,9 +337,18 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             encode += te.elapsed().as_secs_f64();
             ahead += llama.prepare_seconds() - p0;
             // The wait, then the next token's pick: from the top k, or the argmax of the logits
-            // read in place (Llama::read_with), as a native sampler loop would.
+            // read in place (Llama::read_with), as a native sampler loop would; or, as
+            // llama-bench's tg, a pseudo-random id with the logits mapped but not read.
             let tw = Instant::now();
             let picked = match opts.top_k {
+                _ if opts.random_next => {
+                    if opts.top_k.is_some() || opts.copy_logits {
+                        llama.read(pending).await?;
+                    } else {
+                        llama.read_with(pending, |_| ()).await?;
+                    }
+                    (tokens(1, llama.config.vocab, pos + 7)[0], 0.0)
+                }
                 Some(k) => {
                     let top = llama.read(pending).await?;
                     let tp = Instant::now();
@@ -348,6 +373,8 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         if warm_up {
             continue;
         }
+        staged.0 += llama.staged_steps().0 - staged0;
+        staged.1 += opts.gen as u64;
         let per = |s: f64| 1e3 * s / opts.gen.max(1) as f64;
         dec.push(opts.gen.max(1) as f64 / t.elapsed().as_secs_f64());
         enc.push(per(encode));
@@ -377,7 +404,9 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         pick_ms: Stat::of(picks).median,
         ahead_ms: Stat::of(aheads).median,
         top_k: opts.top_k,
+        staged,
         copy_logits: opts.copy_logits,
+        random_next: opts.random_next,
         dispatches_per_token: llama.dispatches_per_token(),
         weight_bytes_per_token: weight_bytes_per_token(g, &llama.config),
         gpu_bytes: llama.gpu_bytes(),

@@ -16,6 +16,7 @@ pub mod error;
 pub mod ggml;
 pub mod gguf;
 pub mod gpu;
+pub mod inputs;
 pub mod kernels;
 pub mod linear;
 pub mod llama;

@@ -11,6 +11,7 @@ use crate::config::{Config, KvType};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
+use crate::inputs::StepInputs;
 use crate::linear::{quant_out, Fuse, Io, QuantNext, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
 use crate::topk::TopK;
@@ -59,6 +60,8 @@ pub struct Llama {
     /// The one-token step at position `filled`, recorded while the GPU runs the last submission
     /// (see [`Llama::submit`]).
     next: RefCell<Option<Prepared>>,
+    /// The staging slots the steps recorded ahead copy their inputs from.
+    inputs: StepInputs,
     /// CPU seconds spent recording steps ahead ([`Llama::prepare`]), for the benchmark.
     prepare_s: Cell<f64>,
     topk: TopK,
@@ -89,12 +92,14 @@ enum Readout {
     TopK(u32),
 }
 
-/// A one-token decode step recorded ahead of its call: its command buffer (the token id and the
-/// step uniform are written at submission) and the readback buffer it copies the logits (or, for
-/// a top-k readout, the top k) to.
+/// A one-token decode step recorded ahead of its call: its command buffer, which copies its step
+/// uniform and token id from staging slot `slot` ([`StepInputs`], written at submission), and
+/// the readback buffer it copies the logits (or, for a top-k readout, the top k) to.
 struct Prepared {
     pos: u32,
     readout: Readout,
+    step: Step,
+    slot: usize,
     commands: wgpu::CommandBuffer,
     readback: wgpu::Buffer,
 }
@@ -244,6 +249,7 @@ impl Llama {
             buffers,
             readbacks: RefCell::new(Vec::new()),
             next: RefCell::new(None),
+            inputs: StepInputs::new(&gpu.device),
             prepare_s: Cell::new(0.0),
             topk,
             filled: Cell::new(0),
@@ -360,11 +366,11 @@ impl Llama {
         let all_logits = readout == Readout::All;
         let prepared = self.next.borrow_mut().take();
         if let Some(p) = prepared {
-            if tokens.len() == 1 && readout == p.readout && p.pos == start_pos {
+            // (fill last: it unmaps the slot, which only this step's submission may follow.)
+            if tokens.len() == 1 && readout == p.readout && p.pos == start_pos && self.inputs.fill(p.slot, &p.step, tokens[0]) {
                 if let Readout::TopK(k) = readout {
                     self.topk.set_k(&self.gpu.queue, k);
                 }
-                self.write_inputs(&self.plan(1, start_pos, false), tokens);
                 self.gpu.queue.submit([p.commands]);
                 self.filled.set(start_pos + 1);
                 self.prepare(start_pos + 1, readout);
@@ -387,7 +393,9 @@ impl Llama {
             let last = first as usize + part.len() == tokens.len();
             let batch = self.plan(part.len() as u32, start_pos + first, all_logits);
             self.write_inputs(&batch, part);
-            self.gpu.queue.submit([self.encode(&batch, readout, &readback, first, last)]);
+            let mut enc = self.gpu.device.create_command_encoder(&Default::default());
+            self.encode(&mut enc, &batch, readout, &readback, first, last);
+            self.gpu.queue.submit([enc.finish()]);
         }
         let end = start_pos + tokens.len() as u32;
         self.filled.set(end);
@@ -415,18 +423,19 @@ impl Llama {
         let t = std::time::Instant::now();
         let batch = self.plan(1, pos, false);
         let readback = self.readback(if let Readout::TopK(_) = readout { TOP_K_BYTES } else { self.config.vocab as u64 * 4 });
-        let commands = self.encode(&batch, readout, &readback, 0, true);
-        *self.next.borrow_mut() = Some(Prepared { pos, readout, commands, readback });
+        let mut enc = self.gpu.device.create_command_encoder(&Default::default());
+        let slot = self.inputs.record(&mut enc, &self.step, &self.tokens);
+        self.encode(&mut enc, &batch, readout, &readback, 0, true);
+        *self.next.borrow_mut() = Some(Prepared { pos, readout, step: Step::of(&batch), slot, commands: enc.finish(), readback });
         #[cfg(not(target_arch = "wasm32"))]
         self.prepare_s.set(self.prepare_s.get() + t.elapsed().as_secs_f64());
     }
 
-    /// One batch's commands: the forward pass, then what `readout` reads back into `readback`:
-    /// every row (the batch's rows from token `first` of the call on), or on the call's `last`
-    /// batch the last row or the top k.
-    fn encode(&self, batch: &Batch, readout: Readout, readback: &wgpu::Buffer, first: u32, last: bool) -> wgpu::CommandBuffer {
+    /// Records one batch's commands into `enc`: the forward pass, then what `readout` reads back
+    /// into `readback`: every row (the batch's rows from token `first` of the call on), or on the
+    /// call's `last` batch the last row or the top k.
+    fn encode(&self, enc: &mut wgpu::CommandEncoder, batch: &Batch, readout: Readout, readback: &wgpu::Buffer, first: u32, last: bool) {
         let row = self.config.vocab as u64 * 4;
-        let mut enc = self.gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
             self.program.record(&mut pass, batch);
@@ -440,7 +449,14 @@ impl Llama {
             Readout::TopK(k) if last => enc.copy_buffer_to_buffer(&self.topk.out, 0, readback, 0, k as u64 * 8),
             _ => {}
         }
-        enc.finish()
+    }
+
+    /// One-token steps recorded ahead and submitted so far with their inputs written through a
+    /// staging slot ([`StepInputs`]), and those recorded afresh instead because the slot's map
+    /// had not completed (natively, only when a step is submitted before the one two back has
+    /// been read).
+    pub fn staged_steps(&self) -> (u64, u64) {
+        self.inputs.counts()
     }
 
     /// CPU seconds spent so far recording one-token steps ahead of their calls (natively; 0 in
@@ -620,6 +636,7 @@ impl Llama {
         if let Some(p) = prepared {
             p.readback.destroy();
         }
+        self.inputs.destroy();
         for b in self.weights.buffers.iter().chain(&self.buffers).chain(self.readbacks.borrow_mut().drain(..).as_slice()) {
             b.destroy();
         }

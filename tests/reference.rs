@@ -329,6 +329,39 @@ fn logits_read_in_place() {
     });
 }
 
+/// One-token steps recorded ahead take their step uniform and token id from a mapped staging
+/// slot (`inputs::StepInputs`), not `queue.write_buffer`: a greedy continuation a token a call
+/// (each step read before the next is submitted) stages every step and matches the reference.
+/// Steps submitted before the one two back is read find their slot unmapped and are recorded
+/// afresh, and still give the reference's rows.
+#[test]
+fn decode_steps_take_their_inputs_from_staging() {
+    let c = case("stories260K-f32");
+    let gpu = gpu(false);
+    let bytes = std::fs::read(model_path(&c.model)).unwrap();
+    let llama = load(&gpu, &bytes, None);
+    let p = c.prompt.len();
+    let first = block_on(llama.forward(&c.prompt, 0)).unwrap();
+    check_greedy(&c, argmax(&first), |t, pos| {
+        let row = block_on(llama.forward(&[t], pos)).unwrap();
+        (argmax(&row), max_abs(&row, &c.rows[pos as usize]))
+    });
+    let steps = c.greedy.len() as u64 - 1;
+    // The first one-token step follows the prompt's batch, whose recorded-ahead step is the
+    // first staged one: every step is staged.
+    assert_eq!(llama.staged_steps(), (steps, 0), "one-token steps staged, recorded afresh");
+    // Three steps in flight at once, from the prompt's end again: read afterwards.
+    block_on(llama.forward(&c.prompt, 0)).unwrap();
+    let pending: Vec<_> = (0..3).map(|j| llama.submit(&[c.greedy[j]], (p + j) as u32, false).unwrap()).collect();
+    for (j, pending) in pending.into_iter().enumerate() {
+        let e = block_on(llama.read_with(pending, |l| max_abs(l, &c.rows[p + j]))).unwrap();
+        assert!(e <= TOL, "step {j} in flight: max abs {e}");
+    }
+    let (staged, missed) = llama.staged_steps();
+    assert_eq!(staged + missed, steps + 3, "every step counted once");
+    assert!(missed >= 1, "a step submitted while the one two back runs has no mapped slot");
+}
+
 /// Readbacks waited for by polling (`Tuning::spin_wait`, off by default on CPU adapters): a
 /// 300-token prompt's rows in one call (a long wait, past `gpu::SPIN_LIMIT` on slow adapters,
 /// so the blocking wait after the loop is taken too) and one-token steps (short waits), every

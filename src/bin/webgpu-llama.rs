@@ -93,6 +93,10 @@ mod cli {
             /// argmax (as `forward` returns them) instead of reading them in place.
             #[arg(long)]
             copy_logits: bool,
+            /// Decode as llama-bench's tg does: each next token a pseudo-random id instead of
+            /// the argmax (the logits still read back and mapped each token, not read).
+            #[arg(long)]
+            random_next: bool,
             /// Also measure the device's read bandwidth (`shaders/stream.wgsl`, 1 GiB read 32
             /// times, median of 5 passes) and print the decode's weight reads as a share of it.
             #[arg(long)]
@@ -499,12 +503,29 @@ mod cli {
                 }
                 Ok(())
             }
-            Cmd::Bench { model, prompt, depth, gen, ctx, kv, repeats, peak_gbs, json, default_limits, profile, top_k, copy_logits, stream, choices } => {
+            Cmd::Bench {
+                model,
+                prompt,
+                depth,
+                gen,
+                ctx,
+                kv,
+                repeats,
+                peak_gbs,
+                json,
+                default_limits,
+                profile,
+                top_k,
+                copy_logits,
+                random_next,
+                stream,
+                choices,
+            } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
                 let g = Gguf::parse(bytes.as_slice())?;
-                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits };
+                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits, random_next };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
                     println!("{}", report.to_json());
