@@ -100,7 +100,8 @@ struct Prepared {
     readout: Readout,
     step: Step,
     slot: usize,
-    commands: wgpu::CommandBuffer,
+    /// One command buffer, or two ([`crate::gpu::Tuning::lead_dispatches`]), submitted in turn.
+    commands: Vec<wgpu::CommandBuffer>,
     readback: wgpu::Buffer,
 }
 
@@ -371,7 +372,9 @@ impl Llama {
                 if let Readout::TopK(k) = readout {
                     self.topk.set_k(&self.gpu.queue, k);
                 }
-                self.gpu.queue.submit([p.commands]);
+                for c in p.commands {
+                    self.gpu.queue.submit([c]);
+                }
                 self.filled.set(start_pos + 1);
                 self.prepare(start_pos + 1, readout);
                 return Ok(Pending { buffer: p.readback, rows: (readout == Readout::Last) as u32 });
@@ -394,7 +397,7 @@ impl Llama {
             let batch = self.plan(part.len() as u32, start_pos + first, all_logits);
             self.write_inputs(&batch, part);
             let mut enc = self.gpu.device.create_command_encoder(&Default::default());
-            self.encode(&mut enc, &batch, readout, &readback, first, last);
+            self.encode(&mut enc, &batch, readout, &readback, first, last, 0);
             self.gpu.queue.submit([enc.finish()]);
         }
         let end = start_pos + tokens.len() as u32;
@@ -425,20 +428,30 @@ impl Llama {
         let readback = self.readback(if let Readout::TopK(_) = readout { TOP_K_BYTES } else { self.config.vocab as u64 * 4 });
         let mut enc = self.gpu.device.create_command_encoder(&Default::default());
         let slot = self.inputs.record(&mut enc, &self.step, &self.tokens);
-        self.encode(&mut enc, &batch, readout, &readback, 0, true);
-        *self.next.borrow_mut() = Some(Prepared { pos, readout, step: Step::of(&batch), slot, commands: enc.finish(), readback });
+        let lead = self.gpu.tuning().lead_dispatches.unwrap_or(0) as usize;
+        let mut commands = Vec::new();
+        if lead > 0 {
+            self.program.record_part(&mut enc.begin_compute_pass(&Default::default()), &batch, 0..lead);
+            commands.push(enc.finish());
+            enc = self.gpu.device.create_command_encoder(&Default::default());
+        }
+        self.encode(&mut enc, &batch, readout, &readback, 0, true, lead);
+        commands.push(enc.finish());
+        *self.next.borrow_mut() = Some(Prepared { pos, readout, step: Step::of(&batch), slot, commands, readback });
         #[cfg(not(target_arch = "wasm32"))]
         self.prepare_s.set(self.prepare_s.get() + t.elapsed().as_secs_f64());
     }
 
-    /// Records one batch's commands into `enc`: the forward pass, then what `readout` reads back
-    /// into `readback`: every row (the batch's rows from token `first` of the call on), or on the
-    /// call's `last` batch the last row or the top k.
-    fn encode(&self, enc: &mut wgpu::CommandEncoder, batch: &Batch, readout: Readout, readback: &wgpu::Buffer, first: u32, last: bool) {
+    /// Records one batch's commands into `enc`: the forward pass from dispatch `skip` on (those
+    /// before are recorded elsewhere), then what `readout` reads back into `readback`: every row
+    /// (the batch's rows from token `first` of the call on), or on the call's `last` batch the
+    /// last row or the top k.
+    #[allow(clippy::too_many_arguments)]
+    fn encode(&self, enc: &mut wgpu::CommandEncoder, batch: &Batch, readout: Readout, readback: &wgpu::Buffer, first: u32, last: bool, skip: usize) {
         let row = self.config.vocab as u64 * 4;
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            self.program.record(&mut pass, batch);
+            self.program.record_part(&mut pass, batch, skip..usize::MAX);
             if last && matches!(readout, Readout::TopK(_)) {
                 self.topk.record(&mut pass);
             }

@@ -362,6 +362,30 @@ fn decode_steps_take_their_inputs_from_staging() {
     assert!(missed >= 1, "a step submitted while the one two back runs has no mapped slot");
 }
 
+/// `Tuning::lead_dispatches`: a step recorded ahead submitted as two command buffers (its first
+/// dispatches, then the rest) gives the same logits, bit for bit, as in one, a greedy
+/// continuation a token a call, at split points inside the first layer and past the middle.
+#[test]
+fn decode_steps_split_in_two_command_buffers() {
+    let c = case("stories260K-f32");
+    let bytes = std::fs::read(model_path(&c.model)).unwrap();
+    let rows = |lead: Option<u32>| {
+        let mut gpu = gpu(false);
+        gpu.tuning_mut().lead_dispatches = lead;
+        let llama = load(&gpu, &bytes, None);
+        let mut out = vec![block_on(llama.forward(&c.prompt, 0)).unwrap()];
+        for (j, &t) in c.greedy[..c.greedy.len() - 1].iter().enumerate() {
+            out.push(block_on(llama.forward(&[t], (c.prompt.len() + j) as u32)).unwrap());
+        }
+        assert_eq!(llama.staged_steps().1, 0, "lead {lead:?}: every step recorded ahead was run");
+        (out, llama.dispatches_per_token())
+    };
+    let (one, n) = rows(None);
+    for lead in [3, n as u32 / 2 + 1] {
+        assert_eq!(rows(Some(lead)).0, one, "lead dispatches {lead} of {n}");
+    }
+}
+
 /// Readbacks waited for by polling (`Tuning::spin_wait`, off by default on CPU adapters): a
 /// 300-token prompt's rows in one call (a long wait, past `gpu::SPIN_LIMIT` on slow adapters,
 /// so the blocking wait after the loop is taken too) and one-token steps (short waits), every
