@@ -42,6 +42,7 @@ pub struct BenchOptions {
     /// next token a pseudo-random id, not chosen from the logits, which are still read back and
     /// mapped every token (llama-bench copies them to host memory and never reads them). Off:
     /// the next token is the argmax of the logits (or the first of the top k), a greedy loop.
+    /// Not with `top_k` or `copy_logits` ([`run`] rejects them).
     pub random_next: bool,
 }
 
@@ -210,9 +211,9 @@ impl BenchReport {
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"staged_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"staged_tokens\":{},\"decoded_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.staged.0, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.staged.0, self.staged.1, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
             self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv
         )
@@ -295,7 +296,14 @@ fn tokens(n: u32, vocab: u32, salt: u32) -> Vec<u32> {
 /// Loads the model and measures it: the load (with a first one-token forward, which compiles
 /// the one-token step's kernels), then one untimed repeat (the other kernels compile on first
 /// use) and `repeats` timed ones.
+///
+/// # Errors
+/// [`crate::error::Error::Input`] for `random_next` with `top_k` or `copy_logits`; the load's
+/// and the forward passes' errors.
 pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOptions) -> Result<BenchReport> {
+    if opts.random_next && (opts.top_k.is_some() || opts.copy_logits) {
+        return Err(crate::error::Error::Input("random_next (llama-bench's tg) reads all logits back and maps them: not with top_k or copy_logits".into()));
+    }
     let need = opts.depth + opts.prompt + opts.gen;
     let ctx = opts.ctx.unwrap_or(need).max(need);
     let t0 = Instant::now();
@@ -340,29 +348,26 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             // read in place (Llama::read_with), as a native sampler loop would; or, as
             // llama-bench's tg, a pseudo-random id with the logits mapped but not read.
             let tw = Instant::now();
-            let picked = match opts.top_k {
-                _ if opts.random_next => {
-                    if opts.top_k.is_some() || opts.copy_logits {
-                        llama.read(pending).await?;
-                    } else {
-                        llama.read_with(pending, |_| ()).await?;
-                    }
-                    (tokens(1, llama.config.vocab, pos + 7)[0], 0.0)
-                }
-                Some(k) => {
-                    let top = llama.read(pending).await?;
-                    let tp = Instant::now();
-                    (first_id(&crate::topk::decode(&top, k))?, tp.elapsed().as_secs_f64())
-                }
-                None => {
-                    let argmax = |l: &[f32]| {
+            let picked = if opts.random_next {
+                llama.read_with(pending, |_| ()).await?;
+                (tokens(1, llama.config.vocab, pos + 7)[0], 0.0)
+            } else {
+                match opts.top_k {
+                    Some(k) => {
+                        let top = llama.read(pending).await?;
                         let tp = Instant::now();
-                        (crate::topk::argmax(l), tp.elapsed().as_secs_f64())
-                    };
-                    if opts.copy_logits {
-                        argmax(&llama.read(pending).await?)
-                    } else {
-                        llama.read_with(pending, argmax).await?
+                        (first_id(&crate::topk::decode(&top, k))?, tp.elapsed().as_secs_f64())
+                    }
+                    None => {
+                        let argmax = |l: &[f32]| {
+                            let tp = Instant::now();
+                            (crate::topk::argmax(l), tp.elapsed().as_secs_f64())
+                        };
+                        if opts.copy_logits {
+                            argmax(&llama.read(pending).await?)
+                        } else {
+                            llama.read_with(pending, argmax).await?
+                        }
                     }
                 }
             };

@@ -130,11 +130,6 @@ pub struct Tuning {
     /// on): Llama-3.2-1B shape Q8_0 800 / 859, Q4_K_M 771 / 808, F16 717 / 775; Llama-3-8B
     /// shape Q4_K_M 262 / 269.
     pub spin_wait: Option<bool>,
-    /// A one-token step recorded ahead is submitted as two command buffers: its first this many
-    /// dispatches (with its inputs' copies), then the rest, so that the GPU starts on the first
-    /// while wgpu validates the second (its cost grows with the dispatches' bind groups);
-    /// `None` or 0: one command buffer.
-    pub lead_dispatches: Option<u32>,
     /// Where one-token attention fuses RoPE and the cache write and the value
     /// projection is a matrix of its own (its format differs from q's and k's, as in most
     /// Q4_K_M files, or the three could not be loaded as one buffer), the value projection
@@ -272,7 +267,6 @@ impl Gpu {
                 reduce_subgroup: 0,
                 checked_shaders: false,
                 spin_wait: None,
-                lead_dispatches: None,
                 v_to_cache: None,
                 fused_combine: None,
                 attn_chunk: None,

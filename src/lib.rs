@@ -5,7 +5,7 @@
 //! Layers, each using only the ones before it: [`gguf`] (container) -> [`ggml`] (tensor types,
 //! CPU dequantisation) -> [`config`] (hyperparameters) -> [`gpu`] (device, kernels) ->
 //! [`kernels`] (WGSL, pipeline keys) -> [`weights`] (upload; [`repack`]) -> [`program`] (batched ops:
-//! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward). [`reference`](mod@reference) is a plain-Rust
+//! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward; a decode step's inputs through [`inputs`]). [`reference`](mod@reference) is a plain-Rust
 //! f64 forward pass used to check the GPU.
 
 pub mod attention;

@@ -60,7 +60,7 @@ pub struct Llama {
     /// The one-token step at position `filled`, recorded while the GPU runs the last submission
     /// (see [`Llama::submit`]).
     next: RefCell<Option<Prepared>>,
-    /// The staging slots the steps recorded ahead copy their inputs from.
+    /// The staging slot the steps recorded ahead copy their inputs from.
     inputs: StepInputs,
     /// CPU seconds spent recording steps ahead ([`Llama::prepare`]), for the benchmark.
     prepare_s: Cell<f64>,
@@ -93,15 +93,14 @@ enum Readout {
 }
 
 /// A one-token decode step recorded ahead of its call: its command buffer, which copies its step
-/// uniform and token id from staging slot `slot` ([`StepInputs`], written at submission), and
-/// the readback buffer it copies the logits (or, for a top-k readout, the top k) to.
+/// uniform `step` and its token id from the staging slot ([`StepInputs`], written at
+/// submission), and the readback buffer it copies the logits (or, for a top-k readout, the top
+/// k) to.
 struct Prepared {
     pos: u32,
     readout: Readout,
     step: Step,
-    slot: usize,
-    /// One command buffer, or two ([`crate::gpu::Tuning::lead_dispatches`]), submitted in turn.
-    commands: Vec<wgpu::CommandBuffer>,
+    commands: wgpu::CommandBuffer,
     readback: wgpu::Buffer,
 }
 
@@ -368,13 +367,11 @@ impl Llama {
         let prepared = self.next.borrow_mut().take();
         if let Some(p) = prepared {
             // (fill last: it unmaps the slot, which only this step's submission may follow.)
-            if tokens.len() == 1 && readout == p.readout && p.pos == start_pos && self.inputs.fill(p.slot, &p.step, tokens[0]) {
+            if tokens.len() == 1 && readout == p.readout && p.pos == start_pos && self.inputs.fill(&p.step, tokens[0]) {
                 if let Readout::TopK(k) = readout {
                     self.topk.set_k(&self.gpu.queue, k);
                 }
-                for c in p.commands {
-                    self.gpu.queue.submit([c]);
-                }
+                self.gpu.queue.submit([p.commands]);
                 self.filled.set(start_pos + 1);
                 self.prepare(start_pos + 1, readout);
                 return Ok(Pending { buffer: p.readback, rows: (readout == Readout::Last) as u32 });
@@ -397,7 +394,7 @@ impl Llama {
             let batch = self.plan(part.len() as u32, start_pos + first, all_logits);
             self.write_inputs(&batch, part);
             let mut enc = self.gpu.device.create_command_encoder(&Default::default());
-            self.encode(&mut enc, &batch, readout, &readback, first, last, 0);
+            self.encode(&mut enc, &batch, readout, &readback, first, last);
             self.gpu.queue.submit([enc.finish()]);
         }
         let end = start_pos + tokens.len() as u32;
@@ -427,31 +424,21 @@ impl Llama {
         let batch = self.plan(1, pos, false);
         let readback = self.readback(if let Readout::TopK(_) = readout { TOP_K_BYTES } else { self.config.vocab as u64 * 4 });
         let mut enc = self.gpu.device.create_command_encoder(&Default::default());
-        let slot = self.inputs.record(&mut enc, &self.step, &self.tokens);
-        let lead = self.gpu.tuning().lead_dispatches.unwrap_or(0) as usize;
-        let mut commands = Vec::new();
-        if lead > 0 {
-            self.program.record_part(&mut enc.begin_compute_pass(&Default::default()), &batch, 0..lead);
-            commands.push(enc.finish());
-            enc = self.gpu.device.create_command_encoder(&Default::default());
-        }
-        self.encode(&mut enc, &batch, readout, &readback, 0, true, lead);
-        commands.push(enc.finish());
-        *self.next.borrow_mut() = Some(Prepared { pos, readout, step: Step::of(&batch), slot, commands, readback });
+        self.inputs.record(&mut enc, &self.step, &self.tokens);
+        self.encode(&mut enc, &batch, readout, &readback, 0, true);
+        *self.next.borrow_mut() = Some(Prepared { pos, readout, step: Step::of(&batch), commands: enc.finish(), readback });
         #[cfg(not(target_arch = "wasm32"))]
         self.prepare_s.set(self.prepare_s.get() + t.elapsed().as_secs_f64());
     }
 
-    /// Records one batch's commands into `enc`: the forward pass from dispatch `skip` on (those
-    /// before are recorded elsewhere), then what `readout` reads back into `readback`: every row
-    /// (the batch's rows from token `first` of the call on), or on the call's `last` batch the
-    /// last row or the top k.
-    #[allow(clippy::too_many_arguments)]
-    fn encode(&self, enc: &mut wgpu::CommandEncoder, batch: &Batch, readout: Readout, readback: &wgpu::Buffer, first: u32, last: bool, skip: usize) {
+    /// Records one batch's commands into `enc`: the forward pass, then what `readout` reads back
+    /// into `readback`: every row (the batch's rows from token `first` of the call on), or on the
+    /// call's `last` batch the last row or the top k.
+    fn encode(&self, enc: &mut wgpu::CommandEncoder, batch: &Batch, readout: Readout, readback: &wgpu::Buffer, first: u32, last: bool) {
         let row = self.config.vocab as u64 * 4;
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            self.program.record_part(&mut pass, batch, skip..usize::MAX);
+            self.program.record(&mut pass, batch);
             if last && matches!(readout, Readout::TopK(_)) {
                 self.topk.record(&mut pass);
             }
@@ -464,10 +451,10 @@ impl Llama {
         }
     }
 
-    /// One-token steps recorded ahead and submitted so far with their inputs written through a
+    /// One-token steps recorded ahead and submitted so far with their inputs written through the
     /// staging slot ([`StepInputs`]), and those recorded afresh instead because the slot's map
-    /// had not completed (natively, only when a step is submitted before the one two back has
-    /// been read).
+    /// had not completed (natively, when the step before was neither read nor the device polled
+    /// since it finished).
     pub fn staged_steps(&self) -> (u64, u64) {
         self.inputs.counts()
     }

@@ -182,12 +182,7 @@ impl Program {
 
     /// Records `batch` into one compute pass.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, batch: &Batch) {
-        self.record_part(pass, batch, 0..usize::MAX);
-    }
-
-    /// Records the dispatches of `batch` whose index is in `part` into one compute pass.
-    pub fn record_part(&self, pass: &mut wgpu::ComputePass<'_>, batch: &Batch, part: std::ops::Range<usize>) {
-        for (_, d) in self.dispatches(batch).into_iter().enumerate().filter(|(i, _)| part.contains(i)) {
+        for d in self.dispatches(batch) {
             d.variant.dispatch(pass, d.grid);
         }
     }

@@ -332,8 +332,8 @@ fn logits_read_in_place() {
 /// One-token steps recorded ahead take their step uniform and token id from a mapped staging
 /// slot (`inputs::StepInputs`), not `queue.write_buffer`: a greedy continuation a token a call
 /// (each step read before the next is submitted) stages every step and matches the reference.
-/// Steps submitted before the one two back is read find their slot unmapped and are recorded
-/// afresh, and still give the reference's rows.
+/// Steps submitted before the one before them finished (and the device was polled) find the
+/// slot unmapped and are recorded afresh, and still give the reference's rows.
 #[test]
 fn decode_steps_take_their_inputs_from_staging() {
     let c = case("stories260K-f32");
@@ -358,32 +358,11 @@ fn decode_steps_take_their_inputs_from_staging() {
         assert!(e <= TOL, "step {j} in flight: max abs {e}");
     }
     let (staged, missed) = llama.staged_steps();
+    // The first of the three finds the slot mapped (the prompt was read); the second is
+    // submitted before the device is polled again (the third may find it mapped: a fresh
+    // submission polls the device).
     assert_eq!(staged + missed, steps + 3, "every step counted once");
-    assert!(missed >= 1, "a step submitted while the one two back runs has no mapped slot");
-}
-
-/// `Tuning::lead_dispatches`: a step recorded ahead submitted as two command buffers (its first
-/// dispatches, then the rest) gives the same logits, bit for bit, as in one, a greedy
-/// continuation a token a call, at split points inside the first layer and past the middle.
-#[test]
-fn decode_steps_split_in_two_command_buffers() {
-    let c = case("stories260K-f32");
-    let bytes = std::fs::read(model_path(&c.model)).unwrap();
-    let rows = |lead: Option<u32>| {
-        let mut gpu = gpu(false);
-        gpu.tuning_mut().lead_dispatches = lead;
-        let llama = load(&gpu, &bytes, None);
-        let mut out = vec![block_on(llama.forward(&c.prompt, 0)).unwrap()];
-        for (j, &t) in c.greedy[..c.greedy.len() - 1].iter().enumerate() {
-            out.push(block_on(llama.forward(&[t], (c.prompt.len() + j) as u32)).unwrap());
-        }
-        assert_eq!(llama.staged_steps().1, 0, "lead {lead:?}: every step recorded ahead was run");
-        (out, llama.dispatches_per_token())
-    };
-    let (one, n) = rows(None);
-    for lead in [3, n as u32 / 2 + 1] {
-        assert_eq!(rows(Some(lead)).0, one, "lead dispatches {lead} of {n}");
-    }
+    assert!(staged > steps && missed >= 1, "staged {staged}, recorded afresh {missed}");
 }
 
 /// Readbacks waited for by polling (`Tuning::spin_wait`, off by default on CPU adapters): a

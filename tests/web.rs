@@ -334,6 +334,11 @@ async fn run_case_on(case: &Case, dev: &JsValue) -> f32 {
             check(p + j, &logits);
         }
     }
+    // Every one-token step above was recorded ahead and took its inputs from the staging slot
+    // (its map resolved with the step before, before the readback's promise).
+    let staged = js_get(&llama, "stagedSteps");
+    let n = greedy.len() as f64 - 1.0;
+    assert_eq!((js_get(&staged, "staged").as_f64(), js_get(&staged, "afresh").as_f64()), (Some(n), Some(0.0)), "{}: stagedSteps", case.name);
     // The rows inside the prompt: the prompt again, one token per call from position 0.
     for (i, &t) in prompt.iter().enumerate().take(p - 1) {
         let row = forward(&llama, &[t], i as u32).await.unwrap();

@@ -94,7 +94,8 @@ mod cli {
             #[arg(long)]
             copy_logits: bool,
             /// Decode as llama-bench's tg does: each next token a pseudo-random id instead of
-            /// the argmax (the logits still read back and mapped each token, not read).
+            /// the argmax (all logits still read back and mapped each token, not read; not with
+            /// --top-k or --copy-logits).
             #[arg(long)]
             random_next: bool,
             /// Also measure the device's read bandwidth (`shaders/stream.wgsl`, 1 GiB read 32
@@ -226,10 +227,6 @@ mod cli {
         /// adapters).
         #[arg(long)]
         spin_wait: Option<bool>,
-        /// Submit a decode step recorded ahead as two command buffers, its first N dispatches
-        /// then the rest (the GPU starts while wgpu validates the second); 0: one (default).
-        #[arg(long)]
-        lead_dispatches: Option<u32>,
         /// Where the value projection is a matrix of its own, decode writes its output straight
         /// into the V cache, beside the q/k projection: on / off (default: on).
         #[arg(long)]
@@ -378,7 +375,6 @@ mod cli {
             }
             t.checked_shaders = self.checked_shaders;
             t.spin_wait = self.spin_wait.or(t.spin_wait);
-            t.lead_dispatches = self.lead_dispatches.or(t.lead_dispatches);
             t.v_to_cache = self.v_to_cache.or(t.v_to_cache);
             t.fused_combine = self.fused_combine.or(t.fused_combine);
             if let Some(n) = self.attn_chunk {

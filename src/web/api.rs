@@ -122,6 +122,14 @@ export interface TopK {
 }
 
 /** Llama.profile's result: GPU seconds per kernel of one forward pass, from timestamp queries. */
+/** Llama.stagedSteps: how the one-token forwards' steps recorded ahead got their inputs. */
+export interface StagedSteps {
+  /** Steps whose token id and position came from the mapped staging buffer. */
+  staged: number;
+  /** Steps recorded afresh (inputs by writeBuffer) because its map had not resolved. */
+  afresh: number;
+}
+
 export interface Profile {
   /** Each dispatch in program order: its kernel (pipeline key; the output head's after "head: "),
    * GPU seconds in a compute pass of its own, and the bytes it moves by the profiler's estimate
@@ -724,6 +732,15 @@ impl WebLlama {
     #[wasm_bindgen(getter)]
     pub fn disposed(&self) -> bool {
         self.state.llama.is_disposed()
+    }
+
+    /// `{ staged, afresh }`: one-token forwards so far whose step, recorded ahead, took its
+    /// token id and position from the mapped staging buffer (no `writeBuffer` between the
+    /// readback and the next step), and those recorded afresh because its map had not resolved.
+    #[wasm_bindgen(getter, js_name = stagedSteps, unchecked_return_type = "StagedSteps")]
+    pub fn staged_steps(&self) -> JsValue {
+        let (staged, afresh) = self.state.llama.staged_steps();
+        object(&[("staged", (staged as f64).into()), ("afresh", (afresh as f64).into())])
     }
 
     /// The bytes of token `id` as the GGUF's token list spells it (SentencePiece `▁` -> space,

@@ -3,7 +3,7 @@
 // the other WebGPU types come from @webgpu/types.
 /// <reference types="@webgpu/types" />
 export { createLlama, readMetadata, testMatvecQ8, wasmMemoryBytes, Llama } from './webgpu_llama.js';
-export type { KvType, LlamaConfig, LoadOptions, LoadProgress, MatvecQ8Result, ModelSource, TopK } from './webgpu_llama.js';
+export type { KvType, LlamaConfig, LoadOptions, LoadProgress, MatvecQ8Result, ModelSource, StagedSteps, TopK } from './webgpu_llama.js';
 
 /** The error a model's calls reject with once its GPUDevice is lost (the pending calls and every
  * later one). Bad argument types reject with TypeError, bad values with RangeError. */

@@ -1,5 +1,6 @@
 #!/bin/bash
-# The one device call of stop 42 (issue 9), 600 s:
+# Device call 1 of stop 42 (issue 9), on an H200 (the binaries: "new" the working tree then,
+# this commit's code plus --lead-dispatches, since dropped: lead-dispatches.diff):
 # 1. ../shared/bench/side_by_side.sh cuda on the 1B shape's three files (llama.cpp CUDA and this
 #    commit's webgpu-llama, tg128 after pp512), DEADLINE=330; meanwhile our `gen` 8B Q4_K_M.
 # 2. Ours as llama-bench's tg measures (--random-next: the next token pseudo-random, the logits
