@@ -290,7 +290,12 @@ fn first_id(top: &[(u32, f32)]) -> Result<u32> {
 
 /// Deterministic prompt tokens in `1..vocab`.
 fn tokens(n: u32, vocab: u32, salt: u32) -> Vec<u32> {
-    (0..n).map(|i| 1 + (i.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % (vocab - 1).max(1)).collect()
+    (0..n).map(|i| token(i, vocab, salt)).collect()
+}
+
+/// Token `i` of [`tokens`]`(.., vocab, salt)`.
+fn token(i: u32, vocab: u32, salt: u32) -> u32 {
+    1 + (i.wrapping_mul(2_654_435_761).wrapping_add(salt * 97)) % (vocab - 1).max(1)
 }
 
 /// Loads the model and measures it: the load (with a first one-token forward, which compiles
@@ -350,7 +355,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
             let tw = Instant::now();
             let picked = if opts.random_next {
                 llama.read_with(pending, |_| ()).await?;
-                (tokens(1, llama.config.vocab, pos + 7)[0], 0.0)
+                (token(0, llama.config.vocab, pos + 7), 0.0)
             } else {
                 match opts.top_k {
                     Some(k) => {

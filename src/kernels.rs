@@ -865,12 +865,12 @@ pub fn compose(key: &PipelineKey) -> String {
         }
     }
     // `//@if` blocks in the shared files too (XH: the activations as f16 halves, matmul_coop).
+    // (HALF_ROWS: linear.wgsl's f16 rows for matvec.wgsl; both off where the key has neither.)
     let mut shared = consts(key);
-    if !shared.iter().any(|c| c.0 == "HALF_ROWS") {
-        shared.push(("HALF_ROWS", 0));
-    }
-    if !shared.iter().any(|c| c.0 == "XH") {
-        shared.push(("XH", 0));
+    for name in ["HALF_ROWS", "XH"] {
+        if !shared.iter().any(|c| c.0 == name) {
+            shared.push((name, 0));
+        }
     }
     // DQ4A: the format defines its own `dq4a` (formats/common.wgsl composes the general one).
     shared.push(("DQ4A", key.format.is_some_and(|ty| format_base(ty).contains("\nfn dq4a(")) as u32));

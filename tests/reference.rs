@@ -280,9 +280,7 @@ fn every_shared_case_is_tested() {
 #[test]
 fn rerun_from_earlier_position_overwrites_cache() {
     let c = case("stories260K-f32");
-    let gpu = gpu(false);
-    let bytes = std::fs::read(model_path(&c.model)).unwrap();
-    let llama = load(&gpu, &bytes, None);
+    let llama = load_case(&c);
     let p = c.prompt.len();
     block_on(llama.forward(&c.prompt, 0)).unwrap();
     // Garbage continuation at positions p.., then truncate back to p - 2 and redo.
@@ -313,9 +311,7 @@ fn check_greedy(c: &Case, mut next: u32, mut step: impl FnMut(u32, u32) -> (u32,
 #[test]
 fn logits_read_in_place() {
     let c = case("stories260K-f32");
-    let gpu = gpu(false);
-    let bytes = std::fs::read(model_path(&c.model)).unwrap();
-    let llama = load(&gpu, &bytes, None);
+    let llama = load_case(&c);
     let p = c.prompt.len();
     let all = block_on(llama.read_with(llama.submit(&c.prompt, 0, true).unwrap(), <[f32]>::to_vec)).unwrap();
     assert_eq!(all.len(), p * c.vocab);
@@ -337,9 +333,7 @@ fn logits_read_in_place() {
 #[test]
 fn decode_steps_take_their_inputs_from_staging() {
     let c = case("stories260K-f32");
-    let gpu = gpu(false);
-    let bytes = std::fs::read(model_path(&c.model)).unwrap();
-    let llama = load(&gpu, &bytes, None);
+    let llama = load_case(&c);
     let p = c.prompt.len();
     let first = block_on(llama.forward(&c.prompt, 0)).unwrap();
     check_greedy(&c, argmax(&first), |t, pos| {

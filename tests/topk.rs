@@ -33,14 +33,9 @@ fn check(llama: &Llama, name: &str, tokens: &[u32], pos: u32) {
     }
 }
 
-/// The case's model, loaded on the native device.
-fn model(c: &Case) -> Llama {
-    load(&gpu(false), &std::fs::read(model_path(&c.model)).unwrap(), None)
-}
-
 fn run(case_name: &str) {
     let c = case(case_name);
-    let llama = model(&c);
+    let llama = load_case(&c);
     let p = c.prompt.len() as u32;
     check(&llama, case_name, &c.prompt, 0);
     // A decode step after the prompt (the cache holds the prompt: the last call re-ran it).
@@ -60,7 +55,7 @@ fn top_k_over_many_slices_matches_the_sorted_logits() {
 #[test]
 fn bad_k_is_an_input_error() {
     let c = case("stories260K-f32");
-    let llama = model(&c);
+    let llama = load_case(&c);
     for k in [0u32, 129] {
         let e = block_on(llama.forward_top_k(&c.prompt, 0, k)).unwrap_err().to_string();
         assert!(e.contains("top-k") && e.contains(&format!("k = {k}")), "k = {k}: {e}");
@@ -76,7 +71,7 @@ fn bad_k_is_an_input_error() {
 #[test]
 fn greedy_decode_through_top_1_steps_matches_the_reference() {
     let c = case("stories260K-f32");
-    let llama = model(&c);
+    let llama = load_case(&c);
     let mut pos = c.prompt.len() as u32;
     let mut got = vec![block_on(llama.forward_top_k(&c.prompt, 0, 1)).unwrap()[0].0];
     while got.len() < c.greedy.len() {

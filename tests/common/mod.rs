@@ -33,6 +33,11 @@ pub fn gpu(default_limits: bool) -> Gpu {
     pollster::block_on(Gpu::native(default_limits)).expect("a Vulkan adapter (apt-get install mesa-vulkan-drivers)")
 }
 
+/// A reference case's model, loaded on the native device (default context).
+pub fn load_case(c: &Case) -> Llama {
+    load(&gpu(false), &std::fs::read(model_path(&c.model)).unwrap(), None)
+}
+
 /// Loads a model file with the given KV-cache length.
 pub fn load(gpu: &Gpu, bytes: &Vec<u8>, ctx: Option<u32>) -> Llama {
     let g = Gguf::parse(bytes.as_slice()).expect("parse");
