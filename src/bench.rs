@@ -233,10 +233,11 @@ impl std::fmt::Display for BenchReport {
         } else {
             "all logits read back, argmax on the CPU over the mapped buffer"
         };
-        let mut readout = self.top_k.map_or(all.to_string(), |k| format!("top {k} read back (chosen on the GPU)"));
-        if self.random_next {
-            readout += "; the next token pseudo-random, not picked (llama-bench's tg)";
-        }
+        let readout = match self.top_k {
+            _ if self.random_next => "all logits read back and mapped, not read; the next token pseudo-random (llama-bench's tg)".to_string(),
+            Some(k) => format!("top {k} read back (chosen on the GPU)"),
+            None => all.to_string(),
+        };
         writeln!(f, "decode readout: {readout}")?;
         writeln!(f, "CPU record+submit per decoded token: {:.3} ms ({:.3} ms of it recording the next step ahead)", self.encode_ms, self.ahead_ms)?;
         writeln!(f, "decoded tokens with their inputs staged: {} of {}", self.staged.0, self.staged.1)?;
