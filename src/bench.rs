@@ -172,6 +172,9 @@ pub struct BenchReport {
     pub copy_logits: bool,
     /// See [`BenchOptions::random_next`].
     pub random_next: bool,
+    /// The kernels hollow ([`crate::gpu::Hollow`]): the figures are the step's floor, not the
+    /// model's speed.
+    pub hollow: crate::gpu::Hollow,
     /// Dispatches per decoded token.
     pub dispatches_per_token: usize,
     /// Weight bytes read per decoded token (the embedding row, every matrix, top-k of E experts).
@@ -211,9 +214,9 @@ impl BenchReport {
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"staged_tokens\":{},\"decoded_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"hollow\":\"{}\",\"staged_tokens\":{},\"decoded_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.staged.0, self.staged.1, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.hollow, self.staged.0, self.staged.1, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
             self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv
         )
@@ -239,6 +242,14 @@ impl std::fmt::Display for BenchReport {
             None => all.to_string(),
         };
         writeln!(f, "decode readout: {readout}")?;
+        match self.hollow {
+            crate::gpu::Hollow::Off => {}
+            h => writeln!(
+                f,
+                "kernels: hollow ({}; each returns at entry): these figures are the step's dispatch floor, not the model's speed",
+                if h == crate::gpu::Hollow::One { "one workgroup a dispatch" } else { "each dispatch over its planned grid" }
+            )?,
+        }
         writeln!(f, "CPU record+submit per decoded token: {:.3} ms ({:.3} ms of it recording the next step ahead)", self.encode_ms, self.ahead_ms)?;
         writeln!(f, "decoded tokens with their inputs staged: {} of {}", self.staged.0, self.staged.1)?;
         writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
@@ -418,6 +429,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         staged,
         copy_logits: opts.copy_logits,
         random_next: opts.random_next,
+        hollow: gpu.tuning().hollow,
         dispatches_per_token: llama.dispatches_per_token(),
         weight_bytes_per_token: weight_bytes_per_token(g, &llama.config),
         gpu_bytes: llama.gpu_bytes(),

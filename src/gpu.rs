@@ -159,6 +159,45 @@ pub struct Tuning {
     /// ([`crate::attention::decode_wide`]); `None`: for head dims past
     /// [`crate::attention::PREFETCH_MAX_HD`].
     pub attn_wide: Option<bool>,
+    /// A measuring mode, never a model's: every kernel returns at entry (see [`Hollow`]).
+    pub hollow: Hollow,
+}
+
+/// The step's dispatch floor (`bench --hollow`): every kernel composed to return at entry, so
+/// that a step keeps its dispatches, bindings, barriers, copies and CPU work and moves no data
+/// (the logits stay as their buffer was made: zeros). What a step costs beyond the bytes it
+/// must move: the floor under any kernel's speed-up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hollow {
+    /// The kernels run.
+    #[default]
+    Off,
+    /// Each dispatch over the grid its plan gives (the workgroups' launch included).
+    Grids,
+    /// Each dispatch over one workgroup: the dispatches' and barriers' cost alone.
+    One,
+}
+
+impl std::fmt::Display for Hollow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Hollow::Off => "off",
+            Hollow::Grids => "grids",
+            Hollow::One => "one",
+        })
+    }
+}
+
+impl std::str::FromStr for Hollow {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Hollow> {
+        match s {
+            "off" => Ok(Hollow::Off),
+            "grids" => Ok(Hollow::Grids),
+            "one" => Ok(Hollow::One),
+            _ => Err(Error::Input(format!("hollow mode {s:?}: expected off, grids or one"))),
+        }
+    }
 }
 
 impl Tuning {
@@ -272,6 +311,7 @@ impl Gpu {
                 attn_chunk: None,
                 attn_prefetch: None,
                 attn_wide: None,
+                hollow: Hollow::Off,
             },
         };
         gpu.set_cpu(cpu);

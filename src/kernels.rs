@@ -1120,6 +1120,15 @@ fn expand(lines: &[&str], vars: &[(String, u32)], consts: &[(&str, u32)], out: &
     }
 }
 
+/// `src` (a composed kernel) returning at the entry of `main` ([`crate::gpu::Hollow`]): the rest
+/// stays in the module, so that the bindings it declares are still in the derived layout.
+/// (A constant condition: the barriers after it stay in uniform control flow.)
+pub fn hollow(src: &str) -> String {
+    let entry = src.find("fn main(").expect("a composed kernel has a main");
+    let open = entry + src[entry..].find('{').expect("main has a body") + 1;
+    format!("{}\n  if (true) {{ return; }}{}", &src[..open], &src[open..])
+}
+
 /// Compute pipelines, each compiled once, on the first batch that runs it
 /// ([`crate::program::Variant`]), then shared.
 #[derive(Default)]
@@ -1149,7 +1158,10 @@ impl Kernels {
             .entry(key)
             .or_insert_with(|| {
                 let label = key.label();
-                let src = format!("{}{}", gpu.wgsl_directives(), compose(&key));
+                let mut src = format!("{}{}", gpu.wgsl_directives(), compose(&key));
+                if gpu.tuning().hollow != crate::gpu::Hollow::Off {
+                    src = hollow(&src);
+                }
                 let desc = wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(src.into()) };
                 let module = if checked || cfg!(target_arch = "wasm32") {
                     device.create_shader_module(desc)

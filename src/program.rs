@@ -95,7 +95,9 @@ impl Variant {
     }
 
     /// Records it over `grid` workgroups.
+    /// ([`crate::gpu::Hollow::One`]: over one.)
     pub fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, grid: [u32; 3]) {
+        let grid = if self.compiler.gpu.tuning().hollow == crate::gpu::Hollow::One { [1; 3] } else { grid };
         pass.set_pipeline(self.pipeline());
         pass.set_bind_group(0, self.bind(), &[]);
         pass.dispatch_workgroups(grid[0], grid[1], grid[2]);

@@ -674,3 +674,43 @@ fn wide_decode_attention() {
         }
     }
 }
+
+/// `bench --hollow` (`Tuning::hollow`): every kernel composed to return at entry, over its
+/// planned grid or one workgroup, keeps the step's dispatches (the same kernels, in order) and
+/// does no work: every logit stays as its buffer was made (0), with no validation error, where
+/// the same model's kernels, run, give logits. The GPU forms (integer matvecs, one-token
+/// attention merging its key splits, the top-k readout) and a prompt then one-token steps.
+#[test]
+fn hollow_kernels_keep_the_dispatches_and_do_no_work() {
+    use webgpu_llama::gpu::Hollow;
+    let s = Shape::dense(256, 2, 4, 2, 512, 67);
+    let bytes = model(&s, Scheme::All(GgmlType::Q4_K), 7).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let load = |hollow: Hollow| {
+        let mut gpu = gpu(false);
+        let t = gpu.tuning_mut();
+        (t.cpu, t.int_dot, t.wide, t.splits, t.hollow) = (false, Some(true), Some(true), Some(3), hollow);
+        (gpu.clone(), Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
+    };
+    let names = |l: &Llama, n: u32, pos: u32| l.dispatches(&l.plan(n, pos, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
+    let (_, run) = load(Hollow::Off);
+    let tokens: Vec<u32> = (0..20).map(|i| (i * 7919 + 3) % s.vocab).collect();
+    let steps = [(0, &tokens[..]), (20, &tokens[..1]), (21, &tokens[1..2])];
+    for (pos, chunk) in steps {
+        let l = block_on(run.forward(chunk, pos)).unwrap();
+        assert!(l.iter().any(|&x| x != 0.0), "the kernels run: logits at position {pos}");
+    }
+    for hollow in [Hollow::Grids, Hollow::One] {
+        let (gpu, h) = load(hollow);
+        assert_eq!(names(&h, 1, 20), names(&run, 1, 20), "{hollow}: one-token dispatches");
+        assert_eq!(names(&h, 20, 0), names(&run, 20, 0), "{hollow}: prompt dispatches");
+        for (pos, chunk) in steps {
+            let l = block_on(h.forward(chunk, pos)).unwrap();
+            let nonzero = l.iter().filter(|&&x| x != 0.0).count();
+            assert_eq!(nonzero, 0, "{hollow}: logits written at position {pos}");
+        }
+        let top = block_on(h.forward_top_k(&tokens[2..3], 22, 4)).unwrap();
+        assert!(top.iter().all(|&(id, x)| id == 0 && x == 0.0), "{hollow}: the top-k readout wrote {top:?}");
+        gpu.check().unwrap();
+    }
+}

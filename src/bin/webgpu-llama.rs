@@ -227,6 +227,10 @@ mod cli {
         /// adapters).
         #[arg(long)]
         spin_wait: Option<bool>,
+        /// Measure the step's dispatch floor: every kernel returns at entry, over its planned
+        /// grid (`grids`) or over one workgroup (`one`); the logits are then zeros (default: off).
+        #[arg(long)]
+        hollow: Option<String>,
         /// Where the value projection is a matrix of its own, decode writes its output straight
         /// into the V cache, beside the q/k projection: on / off (default: on).
         #[arg(long)]
@@ -376,6 +380,9 @@ mod cli {
             t.checked_shaders = self.checked_shaders;
             t.spin_wait = self.spin_wait.or(t.spin_wait);
             t.v_to_cache = self.v_to_cache.or(t.v_to_cache);
+            if let Some(h) = &self.hollow {
+                t.hollow = h.parse()?;
+            }
             t.fused_combine = self.fused_combine.or(t.fused_combine);
             if let Some(n) = self.attn_chunk {
                 if n != 64 && n != 128 {
