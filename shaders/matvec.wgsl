@@ -481,17 +481,21 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
 //@if QOUT
   // The workgroup's 16 rows, one half of the output row, as the next integer-form op's
-  // activations (its quantize dispatch, about 4 us, is then not needed).
-  let hq = (p.y0 + row) / 16u;
+  // activations (its quantize dispatch, about 4 us, is then not needed): quantize_half's maths
+  // by four threads, thread j the digits of values 4j .. 4j + 4 (a word of each digit), each
+  // taking the half's scale from all 16, so that the workgroup's tail, which holds its
+  // threads' slots, is a quarter of the conversions long.
+  let row0 = (wg.y * nwg.x + wg.x) * RPW * RPT;
+  let hq = (p.y0 + row0) / 16u;
 //@if QNORM
   // (The norm weights loaded before the barrier: their wait overlaps the other rows'.)
   var nq: array<vec4<f32>, 4>;
-  if (l.x == 0u) {
+  if (l.x < 4u) {
     for (var j = 0u; j < 4u; j++) { nq[j] = NWQ[4u * hq + j]; }
   }
 //@end
   workgroupBarrier();
-  if (l.x == 0u && row < p.rows) {
+  if (l.x < 4u && row0 < p.rows) {
     var v: array<vec4<f32>, 4>;
     var ssq = 0.0;
     for (var j = 0u; j < 4u; j++) {
@@ -502,10 +506,23 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
       v[j] = e;
     }
-    quantize_half(hq, v);
+    let s = half_scale(v);
+    let e = vec4<f32>(QV[4u * l.x], QV[4u * l.x + 1u], QV[4u * l.x + 2u], QV[4u * l.x + 3u]);
 //@if QNORM
-    XSW[p.rows / 16u + hq / 2u][hq & 1u] = ssq;
+    let dg = half_digits(e * NWQ[4u * hq + l.x], s.y);
 //@end
+//@if !QNORM
+    let dg = half_digits(e, s.y);
+//@end
+    XQW[3u * hq][l.x] = dg.x;
+    XQW[3u * hq + 1u][l.x] = dg.y;
+    XQW[3u * hq + 2u][l.x] = dg.z;
+    if (l.x == 0u) {
+      XSW[hq] = vec2<f32>(s.x, s.z);
+//@if QNORM
+      XSW[p.rows / 16u + hq / 2u][hq & 1u] = ssq;
+//@end
+    }
   }
 //@end
 }

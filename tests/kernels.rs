@@ -714,3 +714,29 @@ fn hollow_kernels_keep_the_dispatches_and_do_no_work() {
         gpu.check().unwrap();
     }
 }
+
+/// The SwiGLU matvec's integers for the down projection (`QOUT`, four threads of its workgroup
+/// converting the 16-row half) are the quantize op's bit for bit (the same maths on the same f32
+/// row), so every logit is the same with the quantize dispatch as without, at a prompt and at
+/// one-token steps; its low digits included, which no tolerance would see.
+#[test]
+fn swiglu_integers_match_the_quantize_op() {
+    let s = Shape::dense(256, 2, 4, 2, 512, 67);
+    let bytes = model(&s, Scheme::All(GgmlType::Q4_K), 11).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let load = |qout: bool| {
+        let mut gpu = gpu(false);
+        let t = gpu.tuning_mut();
+        (t.cpu, t.int_dot, t.wide, t.fuse) = (false, Some(true), Some(true), Some(true));
+        (t.quant_out, t.quant_out_glu) = (Some(false), Some(qout));
+        Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(40), ..Default::default() }).unwrap()
+    };
+    let (plain, qout) = (load(false), load(true));
+    let count = |l: &Llama| l.dispatches(&l.plan(1, 20, false)).iter().filter(|d| d.variant.key.kernel.name() == "quantize").count();
+    assert_eq!(count(&plain), count(&qout) + 2, "one quantize dispatch a layer fewer with the SwiGLU matvec's integers");
+    let tokens: Vec<u32> = (0..20).map(|i| (i * 7919 + 3) % s.vocab).collect();
+    for (pos, chunk) in [(0, &tokens[..]), (20, &tokens[..1]), (21, &tokens[1..2]), (22, &tokens[2..3])] {
+        let (a, b) = (block_on(plain.forward(chunk, pos)).unwrap(), block_on(qout.forward(chunk, pos)).unwrap());
+        assert_eq!(a, b, "logits at position {pos} with the SwiGLU matvec's integers against the quantize op's");
+    }
+}
