@@ -482,13 +482,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@if QOUT
   // The workgroup's 16 rows, one half of the output row, as the next integer-form op's
   // activations (its quantize dispatch, about 4 us, is then not needed): quantize_half's maths
-  // by four threads, thread j the digits of values 4j .. 4j + 4 (a word of each digit), each
-  // taking the half's scale from all 16, so that the workgroup's tail, which holds its
-  // threads' slots, is a quarter of the conversions long.
+  // by four threads (fewer in a smaller workgroup), thread j the digits of values 4j .. 4j + 4
+  // (a word of each digit), each taking the half's scale from all 16, so that the workgroup's
+  // tail, which holds its threads' slots, is a quarter of the conversions long.
   let row0 = (wg.y * nwg.x + wg.x) * RPW * RPT;
   let hq = (p.y0 + row0) / 16u;
 //@if QNORM
-  // (The norm weights loaded before the barrier: their wait overlaps the other rows'.)
+  // (The norm weights loaded before the barrier, for the scale: their wait overlaps the other
+  // rows'.)
   var nq: array<vec4<f32>, 4>;
   if (l.x < 4u) {
     for (var j = 0u; j < 4u; j++) { nq[j] = NWQ[4u * hq + j]; }
@@ -507,16 +508,18 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       v[j] = e;
     }
     let s = half_scale(v);
-    let e = vec4<f32>(QV[4u * l.x], QV[4u * l.x + 1u], QV[4u * l.x + 2u], QV[4u * l.x + 3u]);
+    for (var j = l.x; j < 4u; j += WG) {
+      let e = vec4<f32>(QV[4u * j], QV[4u * j + 1u], QV[4u * j + 2u], QV[4u * j + 3u]);
 //@if QNORM
-    let dg = half_digits(e * NWQ[4u * hq + l.x], s.y);
+      let dg = half_digits(e * NWQ[4u * hq + j], s.y);
 //@end
 //@if !QNORM
-    let dg = half_digits(e, s.y);
+      let dg = half_digits(e, s.y);
 //@end
-    XQW[3u * hq][l.x] = dg.x;
-    XQW[3u * hq + 1u][l.x] = dg.y;
-    XQW[3u * hq + 2u][l.x] = dg.z;
+      XQW[3u * hq][j] = dg.x;
+      XQW[3u * hq + 1u][j] = dg.y;
+      XQW[3u * hq + 2u][j] = dg.z;
+    }
     if (l.x == 0u) {
       XSW[hq] = vec2<f32>(s.x, s.z);
 //@if QNORM

@@ -1,6 +1,7 @@
 // quantize_half: one 16-value half of a token row as quantize.wgsl's 24-bit integers, for the
 // kernels that write the integer form's activations (quantize.wgsl; combine_io.wgsl's
-// quantize_head, for the combine kernels with QUANT; matvec.wgsl with QOUT): v = d * (65536 h +
+// quantize_head, for the combine kernels with QUANT; matvec.wgsl with QOUT and the one-token
+// attention with QUANT take half_scale and half_digits, a half by several threads): v = d * (65536 h +
 // 256 m + l), h, m and l the balanced base-256 digits of q = round(v / d), d = max |v| / 8355711. Half i of a row of H halves goes into the
 // writer's bindings XQW (vec4<u32>: the h bytes at 3i, m at 3i + 1, l at 3i + 2) and XSW
 // (vec2<f32>: d and the half's f32 sum at i; for a fused RMSNorm, matvec.wgsl's INORM, the writer

@@ -1120,11 +1120,13 @@ fn expand(lines: &[&str], vars: &[(String, u32)], consts: &[(&str, u32)], out: &
     }
 }
 
-/// `src` (a composed kernel) returning at the entry of `main` ([`crate::gpu::Hollow`]): the rest
-/// stays in the module, so that the bindings it declares are still in the derived layout.
-/// (A constant condition: the barriers after it stay in uniform control flow.)
+/// `src` (a composed kernel) returning at the entry of `main` ([`crate::gpu::Hollow`]; every
+/// kernel but `stream.wgsl`, which measures the device): the rest stays in the module, so that
+/// the bindings it declares are still in the derived layout (`tests/shaders.rs` checks both for
+/// every variant). (A constant condition: the barriers after it stay in uniform control flow.)
 pub fn hollow(src: &str) -> String {
-    let entry = src.find("fn main(").expect("a composed kernel has a main");
+    let entry = src.find("\nfn main(").expect("a composed kernel has a main");
+    assert_eq!(src.rfind("\nfn main("), Some(entry), "a composed kernel has one main");
     let open = entry + src[entry..].find('{').expect("main has a body") + 1;
     format!("{}\n  if (true) {{ return; }}{}", &src[..open], &src[open..])
 }
@@ -1159,7 +1161,7 @@ impl Kernels {
             .or_insert_with(|| {
                 let label = key.label();
                 let mut src = format!("{}{}", gpu.wgsl_directives(), compose(&key));
-                if gpu.tuning().hollow != crate::gpu::Hollow::Off {
+                if gpu.tuning().hollow != crate::gpu::Hollow::Off && key.kernel != Kernel::Stream {
                     src = hollow(&src);
                 }
                 let desc = wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(src.into()) };

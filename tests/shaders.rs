@@ -5,16 +5,34 @@
 //! cooperative matrices run (lavapipe has none).
 
 use webgpu_llama::ggml::GgmlType;
-use webgpu_llama::kernels::{compose, CoopTile, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile};
+use webgpu_llama::kernels::{compose, hollow, CoopTile, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile};
 use webgpu_llama::KvType;
 use wgpu::naga;
 
-fn check(key: &PipelineKey) {
-    let src = compose(key);
-    let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{}: {}", key.label(), e.emit_to_string(&src)));
+/// `src` parsed and validated (panics naming `what` and the error).
+fn validated(what: &str, src: &str) -> (naga::Module, naga::valid::ModuleInfo) {
+    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(src)));
     let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
         .validate(&module)
-        .unwrap_or_else(|e| panic!("{}: {}", key.label(), e.emit_to_string(&src)));
+        .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(src)));
+    (module, info)
+}
+
+/// The bindings the entry point uses (what wgpu derives the bind group layout from).
+fn used_bindings(module: &naga::Module, info: &naga::valid::ModuleInfo) -> Vec<naga::ResourceBinding> {
+    let entry = info.get_entry_point(0);
+    module.global_variables.iter().filter(|&(h, _)| !entry[h].is_empty()).filter_map(|(_, v)| v.binding).collect()
+}
+
+fn check(key: &PipelineKey) {
+    let src = compose(key);
+    let (module, info) = validated(&key.label(), &src);
+    // `bench --hollow`'s form (the kernel returning at entry) validates too and keeps every
+    // binding, so that the bind groups made for the kernel fit it.
+    let (hm, hi) = validated(&format!("{} hollow", key.label()), &hollow(&src));
+    let used = used_bindings(&module, &info);
+    assert!(!used.is_empty(), "{}: no binding used", key.label());
+    assert_eq!(used_bindings(&hm, &hi), used, "{}: the hollow form's bindings", key.label());
     let opts = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
     naga::back::spv::write_vec(&module, &info, &opts, None).unwrap_or_else(|e| panic!("{}: SPIR-V: {e}", key.label()));
     // The matrix-unit matmul's workgroup memory as the device is asked for it
