@@ -254,13 +254,14 @@ impl std::fmt::Display for BenchReport {
         writeln!(f, "decoded tokens with their inputs staged: {} of {}", self.staged.0, self.staged.1)?;
         writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
-        if self.hollow != crate::gpu::Hollow::Off {
-            // (No bytes were read: a bandwidth would mean nothing.)
-            writeln!(f, "weight bytes per token: {} (none read: hollow kernels)", self.weight_bytes_per_token)?;
-        } else {
+        // (Hollow kernels read no bytes: a bandwidth would mean nothing.)
+        let read = self.hollow == crate::gpu::Hollow::Off;
+        if read {
             writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
+        } else {
+            writeln!(f, "weight bytes per token: {} (none read: hollow kernels)", self.weight_bytes_per_token)?;
         }
-        if let Some(b) = self.bandwidth_bound_tps().filter(|_| self.hollow == crate::gpu::Hollow::Off) {
+        if let Some(b) = self.bandwidth_bound_tps().filter(|_| read) {
             writeln!(
                 f,
                 "bandwidth bound at {:.0} GB/s: {:.1} tok/s (decode reaches {:.1}% of it)",

@@ -165,8 +165,8 @@ pub struct Tuning {
 
 /// The step's dispatch floor (`bench --hollow`): every kernel composed to return at entry, so
 /// that a step keeps its dispatches, bindings, barriers, copies and CPU work while its kernels
-/// move no data (the logits stay as their buffer was made: zeros). What a step costs beyond the bytes it
-/// must move: the floor under any kernel's speed-up.
+/// move no data (the logits stay as their buffer was made: zeros). What a step costs beyond the
+/// bytes it must move: the floor under any kernel's speed-up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Hollow {
     /// The kernels run.

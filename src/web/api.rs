@@ -121,7 +121,6 @@ export interface TopK {
   logits: Float32Array;
 }
 
-/** Llama.profile's result: GPU seconds per kernel of one forward pass, from timestamp queries. */
 /** Llama.stagedSteps: how the one-token forwards' steps recorded ahead got their inputs. */
 export interface StagedSteps {
   /** Steps whose token id and position came from the mapped staging buffer. */
@@ -130,6 +129,7 @@ export interface StagedSteps {
   afresh: number;
 }
 
+/** Llama.profile's result: GPU seconds per kernel of one forward pass, from timestamp queries. */
 export interface Profile {
   /** Each dispatch in program order: its kernel (pipeline key; the output head's after "head: "),
    * GPU seconds in a compute pass of its own, and the bytes it moves by the profiler's estimate
