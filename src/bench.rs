@@ -244,6 +244,11 @@ impl std::fmt::Display for BenchReport {
         writeln!(f, "decode readout: {readout}")?;
         match self.hollow {
             crate::gpu::Hollow::Off => {}
+            crate::gpu::Hollow::Only(k) => writeln!(
+                f,
+                "kernels: {} hollow (over its planned grids; it returns at entry, the others run): against the same step with it run, what it costs as the step runs; not the model's speed",
+                k.name()
+            )?,
             h => writeln!(
                 f,
                 "kernels: hollow ({}; each returns at entry): these figures are the step's dispatch floor, not the model's speed",
@@ -259,7 +264,8 @@ impl std::fmt::Display for BenchReport {
         if read {
             writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
         } else {
-            writeln!(f, "weight bytes per token: {} (none read: hollow kernels)", self.weight_bytes_per_token)?;
+            let why = if matches!(self.hollow, crate::gpu::Hollow::Only(_)) { "no bandwidth: a kernel hollow" } else { "none read: hollow kernels" };
+            writeln!(f, "weight bytes per token: {} ({why})", self.weight_bytes_per_token)?;
         }
         if let Some(b) = self.bandwidth_bound_tps().filter(|_| read) {
             writeln!(

@@ -176,15 +176,32 @@ pub enum Hollow {
     Grids,
     /// Each dispatch over one workgroup: the dispatches' and barriers' cost alone.
     One,
+    /// Only this kernel's dispatches hollow, over their grids; the others run. The step's time
+    /// against the same step with every kernel run is what that kernel costs as the step runs
+    /// (its overlap with its neighbours included), which a profile of one pass per dispatch,
+    /// whose passes each wait for the one before, cannot give.
+    Only(crate::kernels::Kernel),
+}
+
+impl Hollow {
+    /// Whether `kernel` is composed to return at entry.
+    pub fn hollows(self, kernel: crate::kernels::Kernel) -> bool {
+        match self {
+            Hollow::Off => false,
+            Hollow::Only(k) => k == kernel,
+            Hollow::Grids | Hollow::One => kernel != crate::kernels::Kernel::Stream,
+        }
+    }
 }
 
 impl std::fmt::Display for Hollow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Hollow::Off => "off",
-            Hollow::Grids => "grids",
-            Hollow::One => "one",
-        })
+        match self {
+            Hollow::Off => f.write_str("off"),
+            Hollow::Grids => f.write_str("grids"),
+            Hollow::One => f.write_str("one"),
+            Hollow::Only(k) => write!(f, "only:{}", k.name()),
+        }
     }
 }
 
@@ -195,7 +212,13 @@ impl std::str::FromStr for Hollow {
             "off" => Ok(Hollow::Off),
             "grids" => Ok(Hollow::Grids),
             "one" => Ok(Hollow::One),
-            _ => Err(Error::Input(format!("hollow mode {s:?}: expected off, grids or one"))),
+            _ => match s
+                .strip_prefix("only:")
+                .and_then(|name| crate::kernels::Kernel::ALL.into_iter().find(|k| k.name() == name && *k != crate::kernels::Kernel::Stream))
+            {
+                Some(k) => Ok(Hollow::Only(k)),
+                None => Err(Error::Input(format!("hollow mode {s:?}: expected off, grids, one or only:KERNEL (a kernel's name, e.g. only:attention_decode)"))),
+            },
         }
     }
 }

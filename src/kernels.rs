@@ -1161,7 +1161,7 @@ impl Kernels {
             .or_insert_with(|| {
                 let label = key.label();
                 let mut src = format!("{}{}", gpu.wgsl_directives(), compose(&key));
-                if gpu.tuning().hollow != crate::gpu::Hollow::Off && key.kernel != Kernel::Stream {
+                if gpu.tuning().hollow.hollows(key.kernel) {
                     src = hollow(&src);
                 }
                 let desc = wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(src.into()) };

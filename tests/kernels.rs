@@ -715,6 +715,51 @@ fn hollow_kernels_keep_the_dispatches_and_do_no_work() {
     }
 }
 
+/// `bench --hollow only:KERNEL` (`Hollow::Only`): that kernel alone returns at entry, the others
+/// run. With the one-token attention kernel hollow, a prompt's logits (other attention kernels)
+/// are the run's bit for bit and a one-token step's are not; with every matvec hollow, no logit
+/// is written. The mode's names parse and print back; `stream` and unknown names are refused.
+#[test]
+fn one_kernel_hollow_leaves_the_others_running() {
+    use webgpu_llama::gpu::Hollow;
+    use webgpu_llama::kernels::Kernel;
+    let s = Shape::dense(256, 2, 4, 2, 512, 67);
+    let bytes = model(&s, Scheme::All(GgmlType::Q4_K), 7).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let load = |hollow: Hollow| {
+        let mut gpu = gpu(false);
+        let t = gpu.tuning_mut();
+        (t.cpu, t.int_dot, t.wide, t.splits, t.hollow) = (false, Some(true), Some(true), Some(3), hollow);
+        (gpu.clone(), Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
+    };
+    let (_, run) = load(Hollow::Off);
+    let one_token = run
+        .dispatches(&run.plan(1, 20, false))
+        .iter()
+        .map(|d| d.variant.key.kernel)
+        .find(|k| matches!(k, Kernel::AttentionDecode | Kernel::AttentionDecodeWide));
+    let attention = one_token.expect("a one-token step takes the one-token attention kernel");
+    let tokens: Vec<u32> = (0..21).map(|i| (i * 7919 + 3) % s.vocab).collect();
+    let expect: Vec<Vec<f32>> = [(0, &tokens[..20]), (20, &tokens[20..])].iter().map(|&(pos, t)| block_on(run.forward(t, pos)).unwrap()).collect();
+    let (gpu, h) = load(Hollow::Only(attention));
+    assert_eq!(block_on(h.forward(&tokens[..20], 0)).unwrap(), expect[0], "a prompt runs without the one-token kernel");
+    assert_ne!(block_on(h.forward(&tokens[20..], 20)).unwrap(), expect[1], "the one-token attention ran");
+    gpu.check().unwrap();
+    let (gpu, h) = load(Hollow::Only(Kernel::Matvec));
+    for (pos, chunk) in [(0, &tokens[..20]), (20, &tokens[20..])] {
+        let l = block_on(h.forward(chunk, pos)).unwrap();
+        assert_eq!(l.iter().filter(|&&x| x != 0.0).count(), 0, "matvecs hollow: logits written at position {pos}");
+    }
+    gpu.check().unwrap();
+    let name = format!("only:{}", attention.name());
+    assert_eq!(name.parse::<Hollow>().unwrap(), Hollow::Only(attention));
+    assert_eq!(Hollow::Only(attention).to_string(), name);
+    for bad in ["only:stream", "only:", "only:attn", "attention_decode"] {
+        let e = bad.parse::<Hollow>().unwrap_err().to_string();
+        assert!(e.contains(bad) && e.contains("only:KERNEL"), "{bad}: {e}");
+    }
+}
+
 /// The SwiGLU matvec's integers for the down projection (`QOUT`, four threads of its workgroup
 /// converting the 16-row half) are the quantize op's bit for bit (the same maths on the same f32
 /// row), so every logit is the same with the quantize dispatch as without, at a prompt and at

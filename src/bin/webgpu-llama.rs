@@ -228,7 +228,9 @@ mod cli {
         #[arg(long)]
         spin_wait: Option<bool>,
         /// Measure the step's dispatch floor: every kernel returns at entry, over its planned
-        /// grid (`grids`) or over one workgroup (`one`); the logits are then zeros (default: off).
+        /// grid (`grids`) or over one workgroup (`one`); the logits are then zeros. Or one kernel
+        /// alone (`only:NAME`, e.g. `only:attention_decode_wide`: the others run): against the
+        /// step with it run, what that kernel costs as the step runs (default: off).
         #[arg(long)]
         hollow: Option<String>,
         /// Where the value projection is a matrix of its own, decode writes its output straight
