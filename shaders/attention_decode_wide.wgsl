@@ -16,8 +16,12 @@
 // 2022; flash-decoding's key splits, merged by attention_decode_io.wgsl's `merge`). q is rotated
 // into workgroup memory and the token's own key (not in the cache yet) is scored from KOWN there
 // (its value, without VCACHED, from VOWN).
-// The key groups' sums are added once, at the end. Grid (GQ / G, n_kv, splits), as
-// attention_decode.wgsl's. Constants as attention_decode_io.wgsl's, and KC, SG.
+// The key groups' sums are added once, at the end. With `OWNED` (attention::decode_owned: a
+// value row's NDG threads fit in one subgroup, so that each subgroup values exactly the keys
+// it scored, VPT TPK = NDG), each subgroup keeps its own max and sum and takes its keys'
+// weights by shuffles: no barrier a chunk; the subgroups' states are merged once, after the
+// keys, as the key splits' are. Grid (GQ / G, n_kv, splits), as attention_decode.wgsl's.
+// Constants as attention_decode_io.wgsl's, and KC, SG, OWNED.
 const H4: u32 = HD / 4u;
 const TPK: u32 = WGT / KC;
 const KPT: u32 = H4 / TPK;
@@ -84,41 +88,83 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (nb < kend) {
       for (var i = 0u; i < KPT; i++) { k[i] = key4(min(nb + kk, kend - 1u) * kvd4 + kcol + sl + TPK * i); }
     }
+    var corr: array<f32, G>;
+    var w: array<f32, G>;
     for (var g = 0u; g < G; g++) {
       for (var x = 1u; x < TPK; x <<= 1u) { s[g] += subgroupShuffleXor(s[g], x); }
-      let mx = subgroupMax(select(NEG, s[g], valid));
-      if (j % SG == 0u) { MX[g][j / SG] = mx; }
     }
-    workgroupBarrier();
-    var corr: array<f32, G>;
-    for (var g = 0u; g < G; g++) {
-      var cm = MX[g][0];
-      for (var i = 1u; i < NSUB; i++) { cm = max(cm, MX[g][i]); }
-      let mn = max(m[g], cm);
-      corr[g] = exp(m[g] - mn);
-      m[g] = mn;
-      let w = select(0.0, exp(s[g] - mn), valid);
-      if (sl == 0u) { S[g][kk] = w; }
-      let sw = subgroupAdd(select(0.0, w, sl == 0u));
-      if (j % SG == 0u) { SW[g][j / SG] = sw; }
+    if (OWNED) {
+      // Each subgroup's own online softmax over its keys: no barrier.
+      for (var g = 0u; g < G; g++) {
+        let mn = max(m[g], subgroupMax(select(NEG, s[g], valid)));
+        corr[g] = exp(m[g] - mn);
+        m[g] = mn;
+        w[g] = select(0.0, exp(s[g] - mn), valid);
+        lsum[g] = lsum[g] * corr[g] + subgroupAdd(select(0.0, w[g], sl == 0u));
+      }
+    } else {
+      for (var g = 0u; g < G; g++) {
+        let mx = subgroupMax(select(NEG, s[g], valid));
+        if (j % SG == 0u) { MX[g][j / SG] = mx; }
+      }
+      workgroupBarrier();
+      for (var g = 0u; g < G; g++) {
+        var cm = MX[g][0];
+        for (var i = 1u; i < NSUB; i++) { cm = max(cm, MX[g][i]); }
+        let mn = max(m[g], cm);
+        corr[g] = exp(m[g] - mn);
+        m[g] = mn;
+        w[g] = select(0.0, exp(s[g] - mn), valid);
+        if (sl == 0u) { S[g][kk] = w[g]; }
+        let sw = subgroupAdd(select(0.0, w[g], sl == 0u));
+        if (j % SG == 0u) { SW[g][j / SG] = sw; }
+      }
+      workgroupBarrier();
+      for (var g = 0u; g < G; g++) {
+        var cs = 0.0;
+        for (var i = 0u; i < NSUB; i++) { cs += SW[g][i]; }
+        lsum[g] = lsum[g] * corr[g] + cs;
+      }
     }
-    workgroupBarrier();
+    for (var g = 0u; g < G; g++) { acc[g] *= corr[g]; }
+    for (var u = 0u; u < VPT; u++) {
+      var x = v[u];
 //@if !VCACHED
-    // (The slot the load read: past the split's last key, its last, which can be the token's.)
-    for (var u = 0u; u < VPT; u++) { v[u] = select(v[u], VOWN[dg], min(kb + kgv * VPT + u, kend - 1u) == st.pos0); }
+      // (The slot the load read: past the split's last key, its last, which can be the token's.)
+      x = select(x, VOWN[dg], min(kb + kgv * VPT + u, kend - 1u) == st.pos0);
 //@end
-    for (var g = 0u; g < G; g++) {
-      var cs = 0.0;
-      for (var i = 0u; i < NSUB; i++) { cs += SW[g][i]; }
-      lsum[g] = lsum[g] * corr[g] + cs;
-      acc[g] *= corr[g];
-      for (var u = 0u; u < VPT; u++) { acc[g] += S[g][kgv * VPT + u] * v[u]; }
+      if (OWNED) {
+        // Key kgv VPT + u's weight, from the first of its TPK lanes (in this subgroup).
+        let lane = ((kgv * VPT + u) * TPK) % SG;
+        for (var g = 0u; g < G; g++) { acc[g] += subgroupShuffle(w[g], lane) * x; }
+      } else {
+        for (var g = 0u; g < G; g++) { acc[g] += S[g][kgv * VPT + u] * x; }
+      }
     }
     // The next chunk's values.
     if (nb < kend) {
       for (var u = 0u; u < VPT; u++) { v[u] = value4(min(nb + kgv * VPT + u, kend - 1u) * kvd4 + kcol + dg); }
     }
+    if (!OWNED) { workgroupBarrier(); }
+  }
+  if (OWNED) {
+    // The subgroups' maxima and sums, each subgroup's sums rescaled to the workgroup's max.
+    for (var g = 0u; g < G; g++) {
+      if (j % SG == 0u) {
+        MX[g][j / SG] = m[g];
+        SW[g][j / SG] = lsum[g];
+      }
+    }
     workgroupBarrier();
+    for (var g = 0u; g < G; g++) {
+      var mw = NEG;
+      for (var i = 0u; i < NSUB; i++) { mw = max(mw, MX[g][i]); }
+      var lw = 0.0;
+      for (var i = 0u; i < NSUB; i++) { lw += SW[g][i] * exp(MX[g][i] - mw); }
+      acc[g] *= exp(m[g] - mw);
+      m[g] = mw;
+      lsum[g] = lw;
+    }
   }
   // The key groups' sums, then this split's partial (or, unsplit, the output).
   for (var g = 0u; g < G; g++) { O[kgv * G + g][dg] = acc[g]; }

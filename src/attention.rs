@@ -263,6 +263,18 @@ pub fn decode_wide(gpu: &Gpu, cfg: &Config) -> bool {
     on && fuses_combine(gpu, cfg) && hd % 4 == 0 && (hd / 4).is_power_of_two() && wide_fits(gpu, cfg, 64)
 }
 
+/// Whether the wide kernel's subgroups each keep their own online softmax over the keys they
+/// score and value (`OWNED` in `attention_decode_wide.wgsl`), merged once after the keys as the
+/// key splits are, instead of a chunk's max and sum across the workgroup (two barriers a chunk,
+/// and a third before the next): where [`crate::gpu::Tuning::attn_owned`] is on and a value
+/// row's `head_dim / 4` threads fit in one subgroup, so that each subgroup values exactly the
+/// keys it scored (32 lanes: head dims up to 128). Off by default: written and tested on
+/// lavapipe (8 and 16 lanes), not yet timed on a GPU.
+pub fn decode_owned(gpu: &Gpu, cfg: &Config) -> bool {
+    let sg = gpu.tuning().reduce_subgroup;
+    gpu.tuning().attn_owned.unwrap_or(false) && sg != 0 && cfg.head_dim / 4 <= sg
+}
+
 /// Whether `attention_decode_wide.wgsl` with chunks of `keys` keys fits the device: its threads
 /// ([`wide_threads`]) a workgroup, subgroups of at least the threads a key that tile the
 /// workgroup, and its workgroup memory (q, scores, the subgroups' maxima and sums and the key
@@ -492,6 +504,7 @@ impl Builder<'_> {
                 tickets,
                 keys,
                 prefetch,
+                owned: wide_kernel && decode_owned(self.gpu, cfg),
             };
             for keys in [64, 128].into_iter().filter(|&k| k == 64 || chunk128) {
                 variants.push(self.variant(PipelineKey::new(kernel, geometry(heads, keys)), &with_rope));

@@ -159,6 +159,9 @@ pub struct Tuning {
     /// ([`crate::attention::decode_wide`]); `None`: for head dims past
     /// [`crate::attention::PREFETCH_MAX_HD`].
     pub attn_wide: Option<bool>,
+    /// The wide kernel's subgroups keep their own softmax where they own their keys
+    /// ([`crate::attention::decode_owned`]); `None`: off (not yet measured on a GPU).
+    pub attn_owned: Option<bool>,
     /// A measuring mode, never a model's: every kernel returns at entry (see [`Hollow`]).
     pub hollow: Hollow,
 }
@@ -334,6 +337,7 @@ impl Gpu {
                 attn_chunk: None,
                 attn_prefetch: None,
                 attn_wide: None,
+                attn_owned: None,
                 hollow: Hollow::Off,
             },
         };

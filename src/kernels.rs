@@ -541,6 +541,10 @@ pub enum Geometry {
         /// A chunk's first value rows are loaded before its keys are scored (`PREFETCH`,
         /// [`crate::gpu::Tuning::attn_prefetch`]).
         prefetch: bool,
+        /// `attention_decode_wide.wgsl` only: each subgroup keeps its own online softmax over
+        /// the keys it scores and values, merged once after the keys (`OWNED`, no barrier a
+        /// chunk; [`crate::attention::decode_owned`]).
+        owned: bool,
     },
     /// RMSNorm: `rows` token rows per workgroup, one invocation each, no barriers
     /// (`shaders/rmsnorm.wgsl`'s CPU form, for CPU adapters), or 0: a workgroup per row (the GPU
@@ -712,7 +716,7 @@ impl PipelineKey {
             Geometry::CpuAttention { head_dim, lanes, rows, keys, subgroup, .. } => s += &format!(" hd{head_dim} wg{lanes} rq{rows} bk{keys} sg{subgroup}"),
             Geometry::Attention { head_dim, tpq, bkv, .. } => s += &format!(" hd{head_dim} tpq{tpq} bkv{bkv}"),
             Geometry::AttentionTiled { head_dim, bkv, .. } => s += &format!(" hd{head_dim} bkv{bkv}"),
-            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, v_cached, combine, quant, keys, prefetch, .. } => {
+            Geometry::AttentionDecode { head_dim, group, heads, rope, sg, v_cached, combine, quant, keys, prefetch, owned, .. } => {
                 s += &format!(" hd{head_dim} g{group}{}{}", if heads < group { format!("/{heads}") } else { String::new() }, if rope { " +rope" } else { "" });
                 if keys != 64 {
                     s += &format!(" kc{keys}");
@@ -724,6 +728,9 @@ impl PipelineKey {
                     if on {
                         s += name;
                     }
+                }
+                if owned {
+                    s += " owned";
                 }
                 if sg != 0 {
                     s += &format!(" sg{sg}");
@@ -842,7 +849,7 @@ pub fn compose(key: &PipelineKey) -> String {
         Geometry::AttentionTiled { head_dim, bkv, .. } => {
             s += &format!("const HD: u32 = {head_dim}u;\nconst HD4: u32 = {}u;\nconst BKV: u32 = {bkv}u;\n", head_dim.div_ceil(4))
         }
-        Geometry::AttentionDecode { head_dim, group, heads, sg, tickets, keys, .. } => {
+        Geometry::AttentionDecode { head_dim, group, heads, sg, tickets, keys, owned, .. } => {
             // Key groups: the largest power of two of NDG-thread groups that fits KC threads, so
             // that its groups of KC / KG keys cover the KC keys of a chunk exactly.
             let groups = (keys / (head_dim / 4).max(1)).max(1);
@@ -853,7 +860,7 @@ pub fn compose(key: &PipelineKey) -> String {
             );
             // Threads a workgroup: a key each, or 8 vectors of a chunk's keys and values each.
             let threads = if key.kernel == Kernel::AttentionDecodeWide { crate::attention::wide_threads(head_dim, keys) } else { keys };
-            s += &format!("const WGT: u32 = {threads}u;\nconst MG: u32 = {}u;\n", merge_groups(key));
+            s += &format!("const WGT: u32 = {threads}u;\nconst MG: u32 = {}u;\nconst OWNED: bool = {owned};\n", merge_groups(key));
             // The merge's layout (COMBINE): a head group's split in whole 128-byte lines.
             let gs = (heads * (head_dim + 2)).next_multiple_of(32);
             s += &format!("const GS: u32 = {gs}u;\nconst MAX_SPLITS: u32 = {}u;\nconst TICKETS: u32 = {}u;\n", crate::attention::MAX_SPLITS, tickets.max(1));

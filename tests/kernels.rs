@@ -628,15 +628,18 @@ fn kernels_compile_on_first_use() {
 /// One-token attention through `attention_decode_wide.wgsl` (`Tuning::attn_wide`: a chunk's key
 /// and value loads spread over 2 x head-dim threads, all in flight at once, the next chunk's
 /// while one is summed) gives the combine dispatch's logits at every position of a prompt decoded
-/// a token at a time (1 to 3 chunks of 64 keys): head dims 32 (a thread a key) and 128 (4
-/// threads a key, their dot products summed by subgroup shuffles), f32 caches (the value
+/// a token at a time (1 to 3 chunks of 64 keys): head dims 32 (a thread a key), 64 and 128 (2
+/// and 4 threads a key, their dot products summed by subgroup shuffles). Where a value row's
+/// head-dim / 4 threads fit in one subgroup, each subgroup keeps its own softmax over the keys
+/// it scores and values (` owned`): here head dim 32 at lavapipe's 8 lanes, and 64 too in
+/// scripts/test.sh's second run at 16 (`LP_NATIVE_VECTOR_WIDTH=512`); f32 caches (the value
 /// projection writes its cache row) and f16 (the kernel writes it), splits by context, 3, 7
 /// and 128 (most of the last empty) and 2 (splits of 2 and 3 chunks of 64 keys, the next chunk's
 /// loads in flight while one is summed), chunks of 128 forced (the own key in either half of a
 /// chunk, splits with no keys), 3-token batches in between.
 #[test]
 fn wide_decode_attention() {
-    for (d, heads) in [(256, 8), (512, 4)] {
+    for (d, heads) in [(256, 4), (256, 8), (512, 4)] {
         let s = Shape::dense(d, 1, heads, 2, 2 * d, 67);
         let bytes = model(&s, Scheme::Q4KM, 17).unwrap().to_bytes();
         for (kv, splits, chunk) in [
@@ -657,13 +660,20 @@ fn wide_decode_attention() {
                 let mut gpu = gpu(false);
                 let t = gpu.tuning_mut();
                 (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(wide), Some(true));
-                (t.attn_wide, t.attn_chunk) = (Some(wide), if wide { chunk } else { Some(64) });
+                (t.attn_wide, t.attn_chunk, t.attn_owned) = (Some(wide), if wide { chunk } else { Some(64) }, Some(true));
                 Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(160), kv, ..Default::default() }).unwrap()
             };
             let (plain, wide) = (load(false), load(true));
             let names = wide.dispatches(&wide.plan(1, 80, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
             let kc128 = chunk == Some(128);
             assert_eq!(names.iter().filter(|n| n.starts_with("attention_decode_wide") && n.contains(" kc128") == kc128).count(), 1, "{names:?}");
+            // Subgroups that own their keys where a value row's d / heads / 4 threads fit in one.
+            let sg = wide.gpu().tuning().reduce_subgroup;
+            let owned = names.iter().any(|n| n.starts_with("attention_decode_wide") && n.contains(" owned"));
+            assert_eq!(owned, d / heads / 4 <= sg, "{names:?} at {sg} lanes");
+            if kv == KvType::F32 && splits.is_none() {
+                println!("head dim {}: {sg} lanes, subgroups {}own their keys", d / heads, if owned { "" } else { "do not " });
+            }
             let what = format!("d {d} {kv:?} {splits:?} chunk {chunk:?}");
             let tokens: Vec<u32> = (0..150).map(|i| (i * 7919 + 3) % s.vocab).collect();
             for (pos, &t) in tokens.iter().enumerate() {

@@ -178,7 +178,21 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
             .into_iter()
             .map(|(head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant, keys)| {
                 let tickets = if combine { 1 << 20 } else { 0 };
-                Geometry::AttentionDecode { head_dim, group, heads, kv_f16, rope, sg, v_cached, combine, quant, tickets, keys, prefetch: head_dim % 3 != 0 }
+                Geometry::AttentionDecode {
+                    head_dim,
+                    group,
+                    heads,
+                    kv_f16,
+                    rope,
+                    sg,
+                    v_cached,
+                    combine,
+                    quant,
+                    tickets,
+                    keys,
+                    prefetch: head_dim % 3 != 0,
+                    owned: false,
+                }
             })
             .collect(),
             // The spread form (RoPE and the merge fused in): (head dim, GQA group, heads a
@@ -207,6 +221,8 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 tickets: 1 << 20,
                 keys,
                 prefetch: false,
+                // (Both forms: subgroups that own their keys where they can, in 64-key chunks.)
+                owned: head_dim / 4 <= sg && keys == 64,
             })
             .collect(),
             Kernel::Attention => [false, true]

@@ -257,6 +257,11 @@ mod cli {
         /// 64, where the fused merge runs: natively on Vulkan).
         #[arg(long)]
         attn_wide: Option<bool>,
+        /// In the wide one-token attention, each subgroup keeps its own softmax over the keys it
+        /// scores and values, merged once after the keys (no barrier a chunk), where a value
+        /// row's head-dim / 4 threads fit in one subgroup: on / off (default: off).
+        #[arg(long)]
+        attn_owned: Option<bool>,
         /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
         #[arg(long)]
         cpu_tile: Option<String>,
@@ -394,6 +399,7 @@ mod cli {
             }
             t.attn_prefetch = self.attn_prefetch.or(t.attn_prefetch);
             t.attn_wide = self.attn_wide.or(t.attn_wide);
+            t.attn_owned = self.attn_owned.or(t.attn_owned);
             if let Some(c) = &self.cpu_tile {
                 t.cpu_tile = Some(c.parse()?);
             }
