@@ -22,9 +22,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 echo "== native tests (cargo test, Vulkan: lavapipe on a machine without a GPU)"
 cargo test --all-targets 2>&1 | tee /tmp/webgpu-llama-native-tests.log
-echo "== the wide one-token attention at 16 lanes (lavapipe at 512 bits): subgroups that own their keys, 2 lanes a key"
-LP_NATIVE_VECTOR_WIDTH=512 cargo test --test kernels wide_decode_attention -- --nocapture 2>&1 | tee -a /tmp/webgpu-llama-native-tests.log
 native_pass=$(grep -Eo 'test result: [a-z]+\. [0-9]+ passed' /tmp/webgpu-llama-native-tests.log | awk '{s+=$4} END {print s+0}')
+echo "== the wide one-token attention again at 16 lanes (lavapipe at 512 bits): subgroups that own their keys, 2 lanes a key"
+LP_NATIVE_VECTOR_WIDTH=512 WEBGPU_LLAMA_EXPECT_LANES=16 cargo test --test kernels wide_decode_attention -- --nocapture 2>&1 | tee /tmp/webgpu-llama-lanes16.log
+grep -q "head dim 64: 16 lanes, subgroups own their keys" /tmp/webgpu-llama-lanes16.log \
+    || { echo "ERROR: the 16-lane run did not take the owned form at head dim 64" >&2; exit 1; }
 
 web_pass=0
 if [[ -x scripts/test-web.sh ]]; then

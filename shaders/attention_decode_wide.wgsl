@@ -134,7 +134,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       x = select(x, VOWN[dg], min(kb + kgv * VPT + u, kend - 1u) == st.pos0);
 //@end
       if (OWNED) {
-        // Key kgv VPT + u's weight, from the first of its TPK lanes (in this subgroup).
+        // Key kgv VPT + u's weight, from the first of its TPK lanes (in this subgroup; lane
+        // j % SG, as the writers of MX and SW take it: a 1-D workgroup's subgroups are runs of
+        // SG consecutive threads).
         let lane = ((kgv * VPT + u) * TPK) % SG;
         for (var g = 0u; g < G; g++) { acc[g] += subgroupShuffle(w[g], lane) * x; }
       } else {

@@ -172,8 +172,8 @@ pub struct BenchReport {
     pub copy_logits: bool,
     /// See [`BenchOptions::random_next`].
     pub random_next: bool,
-    /// The kernels hollow ([`crate::gpu::Hollow`]): the figures are the step's floor, not the
-    /// model's speed.
+    /// The kernels hollow, or one of them ([`crate::gpu::Hollow`]): the figures are the step's
+    /// floor, or the step without that kernel, not the model's speed.
     pub hollow: crate::gpu::Hollow,
     /// Dispatches per decoded token.
     pub dispatches_per_token: usize,
@@ -337,6 +337,13 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     let ctx = opts.ctx.unwrap_or(need).max(need);
     let t0 = Instant::now();
     let llama = Llama::load(gpu, g, src, LoadOptions { ctx: Some(ctx), kv: opts.kv, ..Default::default() })?;
+    // A kernel hollow alone must be one the timed steps run, or the figures are the model's.
+    if let crate::gpu::Hollow::Only(k) = gpu.tuning().hollow {
+        let runs = |n: u32, pos: u32| llama.dispatches(&llama.plan(n, pos, false)).iter().any(|d| d.variant.key.kernel == k);
+        if !runs(opts.prompt.max(1), opts.depth) && !runs(1, opts.depth + opts.prompt) {
+            return Err(crate::error::Error::Input(format!("hollow mode only:{}: neither this model's prompt nor its decode steps run that kernel", k.name())));
+        }
+    }
     // Upload is queued: one tiny forward makes the load time include it.
     llama.forward(&[1], 0).await?;
     let load_s = t0.elapsed().as_secs_f64();

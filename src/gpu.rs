@@ -162,14 +162,15 @@ pub struct Tuning {
     /// The wide kernel's subgroups keep their own softmax where they own their keys
     /// ([`crate::attention::decode_owned`]); `None`: off (not yet measured on a GPU).
     pub attn_owned: Option<bool>,
-    /// A measuring mode, never a model's: every kernel returns at entry (see [`Hollow`]).
+    /// A measuring mode, never a model's: every kernel, or one, returns at entry (see [`Hollow`]).
     pub hollow: Hollow,
 }
 
 /// The step's dispatch floor (`bench --hollow`): every kernel composed to return at entry, so
 /// that a step keeps its dispatches, bindings, barriers, copies and CPU work while its kernels
 /// move no data (the logits stay as their buffer was made: zeros). What a step costs beyond the
-/// bytes it must move: the floor under any kernel's speed-up.
+/// bytes it must move: the floor under any kernel's speed-up. Or one kernel alone
+/// ([`Hollow::Only`]): what that kernel costs as the step runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Hollow {
     /// The kernels run.

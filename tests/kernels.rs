@@ -630,9 +630,10 @@ fn kernels_compile_on_first_use() {
 /// while one is summed) gives the combine dispatch's logits at every position of a prompt decoded
 /// a token at a time (1 to 3 chunks of 64 keys): head dims 32 (a thread a key), 64 and 128 (2
 /// and 4 threads a key, their dot products summed by subgroup shuffles). Where a value row's
-/// head-dim / 4 threads fit in one subgroup, each subgroup keeps its own softmax over the keys
-/// it scores and values (` owned`): here head dim 32 at lavapipe's 8 lanes, and 64 too in
-/// scripts/test.sh's second run at 16 (`LP_NATIVE_VECTOR_WIDTH=512`); f32 caches (the value
+/// head-dim / 4 threads fit in one subgroup, each subgroup can keep its own softmax over the
+/// keys it scores and values (` owned`, asked for in four of the six cases, so that both forms
+/// run at each head dim): head dim 32 at lavapipe's 8 lanes, and 64 too in scripts/test.sh's
+/// second run at 16 (`LP_NATIVE_VECTOR_WIDTH=512`, `WEBGPU_LLAMA_EXPECT_LANES=16`); f32 caches (the value
 /// projection writes its cache row) and f16 (the kernel writes it), splits by context, 3, 7
 /// and 128 (most of the last empty) and 2 (splits of 2 and 3 chunks of 64 keys, the next chunk's
 /// loads in flight while one is summed), chunks of 128 forced (the own key in either half of a
@@ -642,14 +643,19 @@ fn wide_decode_attention() {
     for (d, heads) in [(256, 4), (256, 8), (512, 4)] {
         let s = Shape::dense(d, 1, heads, 2, 2 * d, 67);
         let bytes = model(&s, Scheme::Q4KM, 17).unwrap().to_bytes();
-        for (kv, splits, chunk) in [
+        for (i, (kv, splits, chunk)) in [
             (KvType::F32, None, None),
             (KvType::F32, Some(3), None),
             (KvType::F16, Some(7), None),
             (KvType::F32, Some(128), None),
             (KvType::F16, Some(2), None),
             (KvType::F32, Some(3), Some(128)),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            // Subgroups owning their keys asked for in four of the six (both forms at each head dim).
+            let own = i != 1 && i != 3;
             // (Chunks of 128 keys at head dim 128 are 512 threads whose workgroup memory passes
             // lavapipe's 32 KiB.)
             if chunk == Some(128) && d != 256 {
@@ -660,7 +666,7 @@ fn wide_decode_attention() {
                 let mut gpu = gpu(false);
                 let t = gpu.tuning_mut();
                 (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(wide), Some(true));
-                (t.attn_wide, t.attn_chunk, t.attn_owned) = (Some(wide), if wide { chunk } else { Some(64) }, Some(true));
+                (t.attn_wide, t.attn_chunk, t.attn_owned) = (Some(wide), if wide { chunk } else { Some(64) }, Some(own));
                 Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(160), kv, ..Default::default() }).unwrap()
             };
             let (plain, wide) = (load(false), load(true));
@@ -670,11 +676,14 @@ fn wide_decode_attention() {
             // Subgroups that own their keys where a value row's d / heads / 4 threads fit in one.
             let sg = wide.gpu().tuning().reduce_subgroup;
             let owned = names.iter().any(|n| n.starts_with("attention_decode_wide") && n.contains(" owned"));
-            assert_eq!(owned, d / heads / 4 <= sg, "{names:?} at {sg} lanes");
-            if kv == KvType::F32 && splits.is_none() {
+            assert_eq!(owned, own && d / heads / 4 <= sg, "{names:?} at {sg} lanes");
+            if let Ok(lanes) = std::env::var("WEBGPU_LLAMA_EXPECT_LANES") {
+                assert_eq!(sg.to_string(), lanes, "the subgroup size scripts/test.sh asked lavapipe for");
+            }
+            if i == 0 {
                 println!("head dim {}: {sg} lanes, subgroups {}own their keys", d / heads, if owned { "" } else { "do not " });
             }
-            let what = format!("d {d} {kv:?} {splits:?} chunk {chunk:?}");
+            let what = format!("d {d} {kv:?} {splits:?} chunk {chunk:?} owned {owned}");
             let tokens: Vec<u32> = (0..150).map(|i| (i * 7919 + 3) % s.vocab).collect();
             for (pos, &t) in tokens.iter().enumerate() {
                 assert_merged(&plain, &wide, &[t], pos as u32, &what);

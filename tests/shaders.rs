@@ -221,7 +221,8 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                 tickets: 1 << 20,
                 keys,
                 prefetch: false,
-                // (Both forms: subgroups that own their keys where they can, in 64-key chunks.)
+                // (Both of the kernel's forms are in every variant's WGSL: `owned` changes its
+                // constant OWNED, and the label.)
                 owned: head_dim / 4 <= sg && keys == 64,
             })
             .collect(),

@@ -586,7 +586,9 @@ mod cli {
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
                 if gpu.tuning().hollow != webgpu_llama::gpu::Hollow::Off {
-                    return Err("--hollow is bench's measure of a step's floor: run would print logits its kernels never wrote".into());
+                    return Err(
+                        "--hollow is bench's measure of a step's floor (or of one kernel's cost): run would print logits its kernels never wrote".into()
+                    );
                 }
                 println!("adapter: {}", gpu.adapter_info);
                 let t0 = Instant::now();
