@@ -694,6 +694,22 @@ fn wide_decode_attention() {
     }
 }
 
+/// The hollow tests' model: Q4_K everywhere, 4 heads of 64 dims (2 KV heads), 2 layers.
+fn hollow_test_model() -> (Shape, Vec<u8>) {
+    let s = Shape::dense(256, 2, 4, 2, 512, 67);
+    let bytes = model(&s, Scheme::All(GgmlType::Q4_K), 7).unwrap().to_bytes();
+    (s, bytes)
+}
+
+/// That model with `hollow`, in the GPU forms (integer matvecs, their wide loads, 3 key splits).
+fn load_hollow(bytes: &Vec<u8>, hollow: webgpu_llama::gpu::Hollow) -> (webgpu_llama::gpu::Gpu, Llama) {
+    let g = Gguf::parse(bytes).unwrap();
+    let mut gpu = gpu(false);
+    let t = gpu.tuning_mut();
+    (t.cpu, t.int_dot, t.wide, t.splits, t.hollow) = (false, Some(true), Some(true), Some(3), hollow);
+    (gpu.clone(), Llama::load(&gpu, &g, bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
+}
+
 /// `bench --hollow` (`Tuning::hollow`): every kernel composed to return at entry, over its
 /// planned grid or one workgroup, keeps the step's dispatches (the same kernels, in order) and
 /// does no work: every logit stays as its buffer was made (0), with no validation error, where
@@ -702,15 +718,8 @@ fn wide_decode_attention() {
 #[test]
 fn hollow_kernels_keep_the_dispatches_and_do_no_work() {
     use webgpu_llama::gpu::Hollow;
-    let s = Shape::dense(256, 2, 4, 2, 512, 67);
-    let bytes = model(&s, Scheme::All(GgmlType::Q4_K), 7).unwrap().to_bytes();
-    let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let load = |hollow: Hollow| {
-        let mut gpu = gpu(false);
-        let t = gpu.tuning_mut();
-        (t.cpu, t.int_dot, t.wide, t.splits, t.hollow) = (false, Some(true), Some(true), Some(3), hollow);
-        (gpu.clone(), Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
-    };
+    let (s, bytes) = hollow_test_model();
+    let load = |hollow: Hollow| load_hollow(&bytes, hollow);
     let names = |l: &Llama, n: u32, pos: u32| l.dispatches(&l.plan(n, pos, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
     let (_, run) = load(Hollow::Off);
     let tokens: Vec<u32> = (0..20).map(|i| (i * 7919 + 3) % s.vocab).collect();
@@ -742,15 +751,8 @@ fn hollow_kernels_keep_the_dispatches_and_do_no_work() {
 fn one_kernel_hollow_leaves_the_others_running() {
     use webgpu_llama::gpu::Hollow;
     use webgpu_llama::kernels::Kernel;
-    let s = Shape::dense(256, 2, 4, 2, 512, 67);
-    let bytes = model(&s, Scheme::All(GgmlType::Q4_K), 7).unwrap().to_bytes();
-    let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let load = |hollow: Hollow| {
-        let mut gpu = gpu(false);
-        let t = gpu.tuning_mut();
-        (t.cpu, t.int_dot, t.wide, t.splits, t.hollow) = (false, Some(true), Some(true), Some(3), hollow);
-        (gpu.clone(), Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
-    };
+    let (s, bytes) = hollow_test_model();
+    let load = |hollow: Hollow| load_hollow(&bytes, hollow);
     let (_, run) = load(Hollow::Off);
     let one_token = run
         .dispatches(&run.plan(1, 20, false))
