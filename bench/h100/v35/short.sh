@@ -10,10 +10,9 @@ source bench/h100/v30/common.sh
 B=.bin/webgpu-llama; P=.bin/packed; chmod +x $B $P
 models $B Q8_0 8b
 LIMIT=${LIMIT:-150}
-run() { (($(el) < LIMIT)) || { echo "out of time: $*"; return; }; echo "### t=$(el) $*"; timeout $((LIMIT + 30 - $(el))) "$@" 2>&1 | grep -E "^(decode tg)"; }
+run() { (($(el) < LIMIT)) || { echo "out of time: $*"; return; }; echo "### t=$(el) $*"; timeout $((LIMIT + 30 - $(el))) "$@" 2>&1 | grep -E "^(decode tg)|[Ee]rror|panic"; }
 A="--prompt 4096 --ctx 4352 --gen 128 --kv f16"
 for r in 1 2; do for b in $B $P; do run $b bench $M/l1b-Q8_0.gguf $A --repeats 2; done; done
 wait
 for o in false true; do for b in $B $P; do run $b bench $M/l8b.gguf $A --repeats 1 --attn-owned $o; done; done
-for b in $B $P; do run $b bench $M/l8b.gguf $A --repeats 1; done
 echo "done at t=$(el)"
