@@ -66,7 +66,7 @@ export function build({ log = console.log } = {}) {
     writeFileSync(stamp, `${statSync(wasm).mtimeMs}\n`);
   }
   copyFileSync(join(ROOT, 'src', 'web', 'index.js'), join(pkg, 'index.js'));
-  copyFileSync(join(ROOT, 'src', 'web', 'index.d.ts'), join(pkg, 'index.d.ts'));
+  for (const f of ['index.d.ts', 'index-webgpu-types.d.ts']) copyFileSync(join(ROOT, 'src', 'web', f), join(pkg, f));
   times.wasmBytes = statSync(bg).size;
   return times;
 }

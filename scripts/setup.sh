@@ -97,7 +97,8 @@ fi
 
 # --- npm -------------------------------------------------------------------------------------------
 # npm packages (binaryen for wasm-opt, playwright-core for page tests, @huggingface/tokenizers and
-# @huggingface/jinja for the chat demo, @webgpu/types for the package types): scripts/npm-devdeps.txt
+# @huggingface/jinja for the chat demo, @webgpu/types for the package types, TypeScript 5 and 7 to
+# check them): scripts/npm-devdeps.txt
 if [[ -f package.json ]]; then
     stamp="node_modules/.package-lock.json"
     if [[ ! -d node_modules || ! -f "$stamp" || package.json -nt "$stamp" \

@@ -206,16 +206,21 @@ after(async () => {
 test('the tarball holds the built module, its types and nothing else', () => {
   const dir = join(app, 'node_modules', 'webgpu-llama');
   const files = readdirSync(join(dir, 'pkg')).sort();
-  assert.deepEqual(files, ['index.d.ts', 'index.js', 'snippets', 'webgpu_llama.d.ts', 'webgpu_llama.js', 'webgpu_llama_bg.wasm', 'webgpu_llama_bg.wasm.d.ts']);
+  assert.deepEqual(files, ['index-webgpu-types.d.ts', 'index.d.ts', 'index.js', 'snippets', 'webgpu_llama.d.ts', 'webgpu_llama.js', 'webgpu_llama_bg.wasm', 'webgpu_llama_bg.wasm.d.ts']);
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
   assert.equal(pkg.name, 'webgpu-llama');
   assert.equal(pkg.type, 'module');
   assert.equal(pkg.exports['.'].types, './pkg/index.d.ts');
+  assert.equal(pkg.exports['.']['types@<6'], './pkg/index-webgpu-types.d.ts');
   const dts = readFileSync(join(dir, 'pkg', 'webgpu_llama.d.ts'), 'utf8');
   assert.deepEqual(pkg.dependencies, { '@webgpu/types': '0.1.74' }, 'the types depend on @webgpu/types');
   const index = readFileSync(join(dir, 'pkg', 'index.d.ts'), 'utf8');
-  for (const s of ['/// <reference types="@webgpu/types" />', 'export declare class DeviceLostError extends Error', 'readMetadata']) {
+  for (const s of ['export declare class DeviceLostError extends Error', 'readMetadata', 'Profile']) {
     assert.ok(index.includes(s), `index.d.ts should have ${s}`);
+  }
+  const before6 = readFileSync(join(dir, 'pkg', 'index-webgpu-types.d.ts'), 'utf8');
+  for (const s of ['/// <reference types="@webgpu/types" />', "export * from './index.js';"]) {
+    assert.ok(before6.includes(s), `index-webgpu-types.d.ts should have ${s}`);
   }
   for (const s of ['createLlama(device: GPUDevice, source: ModelSource, options?: LoadOptions): Promise<Llama>',
     'export type ModelSource = ArrayBuffer | ArrayBufferView | Blob | Response | ReadableStream<Uint8Array>', 'signal?: AbortSignal',
@@ -225,6 +230,40 @@ test('the tarball holds the built module, its types and nothing else', () => {
     assert.ok(dts.includes(s), `webgpu_llama.d.ts should declare ${s}`);
   }
   assert.ok(!/export function __test/.test(dts), 'test hooks stay out of the declared API');
+});
+
+// A user's module, type-checked against the installed package (the README's example, typed).
+const CONSUMER = `import { createLlama, readMetadata, DeviceLostError } from 'webgpu-llama';
+import type { KvType, Llama, LlamaConfig, LoadProgress, Profile, TopK } from 'webgpu-llama';
+export async function main(): Promise<void> {
+  const adapter = (await navigator.gpu.requestAdapter())!;
+  const device: GPUDevice = await adapter.requestDevice({ requiredFeatures: ['subgroups', 'timestamp-query'].filter((f) => adapter.features.has(f)) as GPUFeatureName[] });
+  const llama: Llama = await createLlama(device, await fetch('model.gguf'), { contextLength: 2048, onProgress: (p: LoadProgress) => console.log(p.bytesDone) });
+  const config: LlamaConfig = llama.config;
+  const kv: KvType = config.kvType;
+  const logits: Float32Array = await llama.forward([504, 3575, 282, 4649, 314], 0);
+  const top: TopK = await llama.forwardTopK([7042], 5, 40);
+  const profile: Profile | null = await llama.profile(1, 6);
+  console.log(kv, logits.length, top.ids, profile, llama.decode([7042]), await readMetadata(new Blob([])));
+  llama.dispose();
+  try { await llama.forward([1], 6); } catch (e) { if (e instanceof DeviceLostError) console.log(e.reason); }
+}
+`;
+
+test('the types check with TypeScript 5 and 7 (skipLibCheck off): WebGPU types from @webgpu/types before 6, from the "dom" lib after', () => {
+  writeFileSync(join(app, 'consumer.ts'), CONSUMER);
+  const compilers = [['5', join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')], ['7', join(ROOT, 'node_modules', 'typescript-7', 'bin', 'tsc')]];
+  for (const [version, tsc] of compilers) {
+    assert.ok(existsSync(tsc), `MISSING ${tsc}: npm ci installs TypeScript ${version} (devDependencies)`);
+    // node10 (package.json's typesVersions) is gone from TypeScript 7.
+    for (const resolution of version === '5' ? ['bundler', 'node16', 'node10'] : ['bundler', 'node16']) {
+      const module = resolution === 'node16' ? 'node16' : resolution === 'node10' ? 'commonjs' : 'esnext';
+      const options = { target: 'es2022', module, moduleResolution: resolution, strict: true, noEmit: true, skipLibCheck: false, lib: ['esnext', 'dom'] };
+      writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['consumer.ts'] }));
+      const r = spawnSync(process.execPath, [tsc, '-p', app], { cwd: app, encoding: 'utf8' });
+      assert.equal(r.status, 0, `TypeScript ${version}, moduleResolution ${resolution}:\n${r.stdout}${r.stderr}`);
+    }
+  }
 });
 
 test('the page imports the packed package', async () => {

@@ -602,7 +602,10 @@ async fn bad_files_are_named() {
         "TypeError: expected the GGUF file as an ArrayBuffer, a typed array, a Blob/File, a Response or a ReadableStream, got the string \"model.gguf\"",
     );
     let m = expect(create(&js_sys::Object::new().into(), Q8_0.buffer(), None).await);
-    assert_has(&m, "TypeError: could not adopt the host's GPUDevice: expected a GPUDevice, got a Object");
+    assert_has(&m, "TypeError: could not adopt the host's GPUDevice: expected a GPUDevice, got an Object");
+    // The device is named first, even when the file is bad too.
+    let m = expect(create(&JsValue::NULL, js_sys::ArrayBuffer::new(8).into(), None).await);
+    assert_has(&m, "TypeError: could not adopt the host's GPUDevice: expected a GPUDevice, got null");
     let m = expect(create(&dev, Q8_0.buffer(), options(Some(0))).await);
     assert_has(&m, "RangeError: options.contextLength must be a positive integer, got 0");
     for (key, value, want) in [

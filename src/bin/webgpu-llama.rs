@@ -614,6 +614,17 @@ mod cli {
                 );
                 let (on_gpu, in_file) = llama.weight_bytes();
                 println!("weights on GPU: {on_gpu} bytes (file tensors: {in_file} bytes)");
+                // The last step's position, checked before the first: a run that would stop past
+                // the context fails before it prints anything of its own.
+                let need = tokens.len() as u64 + u64::from(n.saturating_sub(1));
+                if need > u64::from(c.ctx) {
+                    return Err(format!(
+                        "--tokens ({} ids) and -n {n} need a context of {need} tokens, more than the KV cache's {}: pass --ctx {need} or fewer tokens",
+                        tokens.len(),
+                        c.ctx
+                    )
+                    .into());
+                }
                 let vocab = Vocab::from_gguf(&g);
                 let text = |ids: &[u32]| vocab.as_ref().map(|v| v.decode(ids)).unwrap_or_default();
 

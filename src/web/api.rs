@@ -186,6 +186,7 @@ pub(crate) fn describe(v: &JsValue) -> String {
         .and_then(|n| n.as_string())
         .filter(|n| !n.is_empty());
     match name {
+        Some(n) if n.starts_with(['A', 'E', 'I', 'O', 'U']) => format!("an {n}"),
         Some(n) => format!("a {n}"),
         None => "an object".into(),
     }
@@ -379,13 +380,21 @@ async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
             }
         }
     }
-    if !device.is_object() || !get(device, "createBuffer").is_function() {
-        return Err(Error::InvalidType(format!("could not adopt the host's GPUDevice: expected a GPUDevice, got {}", describe(device))));
-    }
+    check_device(device)?;
     let a = adopt_device(device).await.map_err(Error::Gpu)?;
     let mut gpu = Gpu::from_device(a.device, a.queue, a.adapter_info, false);
     gpu.set_web_subgroup(a.subgroup);
     Ok(gpu)
+}
+
+/// A `TypeError` unless `device` looks like a `GPUDevice` (an object with `createBuffer`; adopting
+/// it checks the rest). `createLlama` asks this first, so that a wrong first argument is named as
+/// such even when the file is bad too.
+fn check_device(device: &JsValue) -> Result<(), Error> {
+    if !device.is_object() || !get(device, "createBuffer").is_function() {
+        return Err(Error::InvalidType(format!("could not adopt the host's GPUDevice: expected a GPUDevice, got {}", describe(device))));
+    }
+    Ok(())
 }
 
 fn gpu_error(e: wgpu::Error) -> Error {
@@ -438,6 +447,7 @@ pub fn create_llama(
 }
 
 async fn create(device: JsValue, source: JsValue, options: Option<JsValue>) -> Result<WebLlama, JsValue> {
+    check_device(&device).map_err(js_error)?;
     let opts = options_from_js(options).map_err(js_error)?;
     check_abort(&opts.signal)?;
     let src = Source::from_js(&source).await.map_err(js_error)?;
