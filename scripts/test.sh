@@ -22,6 +22,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 echo "== native tests (cargo test, Vulkan: lavapipe on a machine without a GPU)"
 cargo test --all-targets 2>&1 | tee /tmp/webgpu-llama-native-tests.log
+cargo test --doc 2>&1 | tee -a /tmp/webgpu-llama-native-tests.log # the crate docs' native example
 native_pass=$(grep -Eo 'test result: [a-z]+\. [0-9]+ passed' /tmp/webgpu-llama-native-tests.log | awk '{s+=$4} END {print s+0}')
 echo "== the wide one-token attention again at 16 lanes (lavapipe at 512 bits): subgroups that own their keys, 2 lanes a key"
 LP_NATIVE_VECTOR_WIDTH=512 WEBGPU_LLAMA_EXPECT_LANES=16 cargo test --test kernels wide_decode_attention -- --nocapture 2>&1 | tee /tmp/webgpu-llama-lanes16.log

@@ -7,6 +7,33 @@
 //! [`kernels`] (WGSL, pipeline keys) -> [`weights`] (upload; [`repack`]) -> [`program`] (batched ops:
 //! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward; a decode step's inputs through [`inputs`]). [`reference`](mod@reference) is a plain-Rust
 //! f64 forward pass used to check the GPU.
+//!
+//! # Native use
+//!
+//! Greedy decoding, as the CLI's `run` does (stories260K from `../shared`; `scripts/test.sh` runs
+//! this on lavapipe, and `tests/reference.rs` checks the same loop's logits and ids against the
+//! float64 reference):
+//!
+//! ```
+//! use webgpu_llama::{topk::argmax, Gguf, Gpu, Llama, LoadOptions};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let bytes = std::fs::read("../shared/models/stories260K.gguf")?;
+//! let gpu = pollster::block_on(Gpu::native(false))?; // Vulkan, Metal or DX12
+//! let gguf = Gguf::parse(bytes.as_slice())?;
+//! let llama = Llama::load(&gpu, &gguf, &bytes, LoadOptions::default())?;
+//! let prompt = [1, 403, 407, 261, 378];
+//! // `vocab` logits after the prompt's last token; the KV cache now holds positions 0..5.
+//! let mut logits = pollster::block_on(llama.forward(&prompt, 0))?;
+//! let mut ids = Vec::new();
+//! for pos in prompt.len() as u32..prompt.len() as u32 + 8 {
+//!     let next = argmax(&logits);
+//!     ids.push(next);
+//!     logits = pollster::block_on(llama.forward(&[next], pos))?; // one token at `pos`
+//! }
+//! assert_eq!(logits.len(), llama.config.vocab as usize);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod attention;
 #[cfg(not(target_arch = "wasm32"))]
