@@ -3,7 +3,7 @@
 //! `../shared/reference/*.logits.f32` and they match the reference; `run` prints the greedy
 //! continuation, the top-5 and the weights-on-GPU line; `info` derives the config; a bad file
 //! fails with a named error and a non-zero exit, as does a run that would step past the context
-//! (before its first step).
+//! (before the model is loaded).
 
 mod common;
 
@@ -51,13 +51,13 @@ fn info_prints_the_config_and_bad_files_fail() {
 }
 
 #[test]
-fn run_past_the_context_fails_before_the_first_step() {
+fn run_past_the_context_fails_before_the_load() {
     let model = model_path("stories260K.gguf");
     let m = model.to_str().unwrap();
     // 5 prompt tokens and 10 greedy ones step up to position 13: a cache of 8 fails up front.
     let (ok, out) = cli(&["run", m, "--tokens", "1,2,3,4,5", "--ctx", "8", "-n", "10"]);
     assert!(!ok && out.contains("need a context of 14 tokens, more than the KV cache's 8: pass --ctx 14"), "{out}");
-    assert!(!out.contains("top-5 after the prompt"), "no step ran: {out}");
+    assert!(!out.contains("loaded ") && !out.contains("top-5 after the prompt"), "checked before the load: {out}");
     // Exactly enough: the last step writes position 13.
     let (ok, out) = cli(&["run", m, "--tokens", "1,2,3,4,5", "--ctx", "14", "-n", "10"]);
     assert!(ok && out.contains("greedy ids: "), "{out}");

@@ -593,6 +593,17 @@ mod cli {
                 println!("adapter: {}", gpu.adapter_info);
                 let t0 = Instant::now();
                 let g = Gguf::parse(bytes.as_slice())?;
+                // The last step's position, checked before the load (the config's context is the
+                // one load gives the KV cache): a run that would stop past it fails before it starts.
+                let cache = webgpu_llama::Config::from_gguf(&g, ctx)?.ctx;
+                let need = tokens.len() as u64 + u64::from(n.saturating_sub(1));
+                if need > u64::from(cache) {
+                    return Err(format!(
+                        "--tokens ({} ids) and -n {n} need a context of {need} tokens, more than the KV cache's {cache}: pass --ctx {need} or fewer tokens",
+                        tokens.len()
+                    )
+                    .into());
+                }
                 let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx, kv, ..Default::default() })?;
                 gpu.device.poll(wgpu::PollType::wait_indefinitely())?;
                 let c = &llama.config;
@@ -614,17 +625,6 @@ mod cli {
                 );
                 let (on_gpu, in_file) = llama.weight_bytes();
                 println!("weights on GPU: {on_gpu} bytes (file tensors: {in_file} bytes)");
-                // The last step's position, checked before the first: a run that would stop past
-                // the context fails before it prints anything of its own.
-                let need = tokens.len() as u64 + u64::from(n.saturating_sub(1));
-                if need > u64::from(c.ctx) {
-                    return Err(format!(
-                        "--tokens ({} ids) and -n {n} need a context of {need} tokens, more than the KV cache's {}: pass --ctx {need} or fewer tokens",
-                        tokens.len(),
-                        c.ctx
-                    )
-                    .into());
-                }
                 let vocab = Vocab::from_gguf(&g);
                 let text = |ids: &[u32]| vocab.as_ref().map(|v| v.decode(ids)).unwrap_or_default();
 

@@ -186,7 +186,7 @@ pub(crate) fn describe(v: &JsValue) -> String {
         .and_then(|n| n.as_string())
         .filter(|n| !n.is_empty());
     match name {
-        Some(n) if n.starts_with(['A', 'E', 'I', 'O', 'U']) => format!("an {n}"),
+        Some(n) if n.starts_with(['A', 'E', 'I', 'O']) => format!("an {n}"),
         Some(n) => format!("a {n}"),
         None => "an object".into(),
     }
