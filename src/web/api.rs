@@ -366,8 +366,9 @@ fn check_abort(signal: &Option<JsValue>) -> Result<(), JsValue> {
     }
 }
 
-/// The host's device as a [`Gpu`]. Fails when it is not a `GPUDevice` or is already lost (work
-/// on a lost device silently does nothing, so loading would "succeed" with a dead model).
+/// The host's device as a [`Gpu`]. Fails when it is already lost (work on a lost device silently
+/// does nothing, so loading would "succeed" with a dead model). Callers ask [`check_device`]
+/// first.
 async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
     let lost = get(device, "lost");
     if lost.is_instance_of::<js_sys::Promise>() {
@@ -380,7 +381,6 @@ async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
             }
         }
     }
-    check_device(device)?;
     let a = adopt_device(device).await.map_err(Error::Gpu)?;
     let mut gpu = Gpu::from_device(a.device, a.queue, a.adapter_info, false);
     gpu.set_web_subgroup(a.subgroup);
@@ -388,8 +388,8 @@ async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
 }
 
 /// A `TypeError` unless `device` looks like a `GPUDevice` (an object with `createBuffer`; adopting
-/// it checks the rest). `createLlama` asks this first, so that a wrong first argument is named as
-/// such even when the file is bad too.
+/// it checks the rest). `createLlama` asks this before anything else, so that a wrong first
+/// argument is named as such even when the file is bad too.
 fn check_device(device: &JsValue) -> Result<(), Error> {
     if !device.is_object() || !get(device, "createBuffer").is_function() {
         return Err(Error::InvalidType(format!("could not adopt the host's GPUDevice: expected a GPUDevice, got {}", describe(device))));
@@ -863,6 +863,7 @@ async fn matvec_q8(device: JsValue, gguf: JsValue, name: JsValue, x: JsValue) ->
     }
     let (rows, cols) = crate::probe::shape(&g, &name)?;
     let xs = floats_from_js(&x, cols)?;
+    check_device(&device)?;
     let gpu = adopt(&device).await?;
     let f32s = crate::probe::matvec(&gpu, &g, &src, &name, &xs, false).await?;
     let q8s = crate::probe::matvec(&gpu, &g, &src, &name, &xs, true).await?;
