@@ -59,8 +59,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let per = ((kall + nwg.z - 1u) / nwg.z + BKV - 1u) / BKV * BKV;
   let kbeg = wg.z * per;
   let kend = min(kall, kbeg + per);
-  var q: array<f32, DPT>;
-  var acc: array<f32, DPT>;
+  var q = array<f32, DPT>();
+  var acc = array<f32, DPT>();
   let qo = t * p.q_stride + h * HD + sub * DPT;
   for (var d = 0u; d < DPT; d++) { q[d] = qkv[qo + d] * p.scale; }
   var m = NEG;

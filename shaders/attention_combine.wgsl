@@ -28,8 +28,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   // Split s's partial for (t, h) starts at b0 + s * stride.
   let stride = st.n_tokens * p.n_heads * w;
   let b0 = (t * p.n_heads + h) * w;
-  var ms: array<f32, SPT>;
-  var ls: array<f32, SPT>;
+  var ms = array<f32, SPT>();
+  var ls = array<f32, SPT>();
   var mt = NEG;
   for (var i = 0u; i < SPT; i++) {
     let si = s + 64u * i;
@@ -66,7 +66,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   for (var d = l.x; d < p.head_dim; d += 64u) {
     var acc = 0.0;
     for (var s0 = 0u; s0 < st.splits; s0 += 8u) {
-      var a: array<f32, 8>;
+      var a = array<f32, 8>();
       for (var u = 0u; u < 8u; u++) { a[u] = partials[b0 + min(s0 + u, last) * stride + d]; }
       for (var u = 0u; u < 8u; u++) {
         if (s0 + u < st.splits) { acc += a[u] * weight[s0 + u]; }

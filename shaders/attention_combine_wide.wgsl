@@ -62,7 +62,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   for (var d = i % hd; d < hd && q < np; d += WG) {
     var acc = 0.0;
     for (var s0 = q; s0 < st.splits; s0 += np * LIVE) {
-      var a: array<f32, LIVE>;
+      var a = array<f32, LIVE>();
       for (var u = 0u; u < LIVE; u++) { a[u] = partials[b0 + min(s0 + u * np, last) * stride + d]; }
       for (var u = 0u; u < LIVE; u++) {
         if (s0 + u * np < st.splits) { acc += a[u] * weight[s0 + u * np]; }

@@ -66,9 +66,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let qo = (h0 + g) * HD + d;
     Q[i] = rope4(qkv4(qo), d, st.pos0) * p.scale;
   }
-  var m: array<f32, G>;
-  var lsum: array<f32, G>;
-  var acc: array<array<vec4<f32>, DPT>, G>;
+  var m = array<f32, G>();
+  var lsum = array<f32, G>();
+  var acc = array<array<vec4<f32>, DPT>, G>();
   let kg = j / NDG;
   for (var g = 0u; g < G; g++) { m[g] = NEG; }
 //@if ROPE
@@ -97,7 +97,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     // Step 3's first 16 value rows (of its first dims), loaded now: they do not depend on the
     // scores, so their wait on memory overlaps step 1's and 2's instead of following them.
     // (With a chunk of the own key alone they load its slot, and are not used.)
-    var vpre: array<vec4<f32>, 16>;
+    var vpre = array<vec4<f32>, 16>();
     let vo0 = (kb * kvd + kvh * HD) / 4u + min(j % NDG, NDG - 1u);
     for (var u = 0u; u < 16u; u++) { vpre[u] = value4(vo0 + min(k0 + u, top) * (kvd / 4u)); }
 //@end
@@ -105,9 +105,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     let key = kb + j;
     let kbase = min(key, kend - 1u) * (kvd / 4u) + kvh * (HD / 4u);
     // (16 loads in flight at a time: a loop of dependent loads waits on memory once per vector.)
-    var s: array<f32, G>;
+    var s = array<f32, G>();
     for (var i = 0u; i < HD / 4u; i += 16u) {
-      var k: array<vec4<f32>, 16>;
+      var k = array<vec4<f32>, 16>();
       for (var u = 0u; u < 16u; u++) { k[u] = key4(kbase + min(i + u, HD / 4u - 1u)); }
       for (var u = 0u; u < 16u; u++) {
         if (i + u < HD / 4u) {
@@ -131,7 +131,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     // in every thread instead waits on workgroup memory KC times per head.
     // With subgroups (SG lanes, a 1-D workgroup split into runs of SG consecutive threads):
     // each subgroup's max and sum by subgroup operations, then the KC / SG of them in O.
-    var chunk_max: array<f32, G>;
+    var chunk_max = array<f32, G>();
 //@if SG
     for (var g = 0u; g < G; g++) {
       let mx = subgroupMax(select(NEG, s[g], key < kend));
@@ -154,8 +154,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     }
     for (var g = 0u; g < G; g++) { chunk_max[g] = O[g][0].x; }
 //@end
-    var corr: array<f32, G>;
-    var w: array<f32, G>;
+    var corr = array<f32, G>();
+    var w = array<f32, G>();
     for (var g = 0u; g < G; g++) {
       let mx = max(m[g], chunk_max[g]);
       corr[g] = exp(m[g] - mx);
@@ -167,7 +167,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       if (own) { S[g][j] = 0.0; OWN[g] = w[g]; }
 //@end
     }
-    var chunk_sum: array<f32, G>;
+    var chunk_sum = array<f32, G>();
 //@if SG
     // (Slots KC / SG on: other threads may still read the maxima in the first ones.)
     for (var g = 0u; g < G; g++) {
@@ -202,7 +202,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let dg = min(j % NDG + KC * t, NDG - 1u);
       let vo = (kb * kvd + kvh * HD) / 4u + dg;
       for (var i = k0; i < k0 + KPG && i <= last; i += 16u) {
-        var v: array<vec4<f32>, 16>;
+        var v = array<vec4<f32>, 16>();
 //@if PREFETCH
         if (t == 0u && i == k0) {
           v = vpre;

@@ -268,8 +268,8 @@ fn merge(group: u32, h0: u32, j: u32, ns: u32) {
     var z = 0.0;
     var acc = vec4<f32>();
     for (var s0 = s1; s0 < ns; s0 += 8u * MG) {
-      var ml: array<vec2<f32>, 8>; // split s0 + u's max and sum
-      var a: array<vec4<f32>, 8>;
+      var ml = array<vec2<f32>, 8>(); // split s0 + u's max and sum
+      var a = array<vec4<f32>, 8>();
       for (var u = 0u; u < 8u; u++) {
         let at = min(s0 + u, ns - 1u) * GS;
         ml[u] = vec2<f32>(partials.p[b0 + at + HD], partials.p[b0 + at + HD + 1u]);

@@ -57,8 +57,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let kcol = kvh * H4;
   // The first chunk's loads (rows past the split's last key read its last again: weight 0;
   // the token's own key slot is read and replaced by KOWN).
-  var k: array<vec4<f32>, KPT>;
-  var v: array<vec4<f32>, VPT>;
+  var k = array<vec4<f32>, KPT>();
+  var v = array<vec4<f32>, VPT>();
   for (var i = 0u; i < KPT; i++) { k[i] = key4(min(kbeg + kk, kend - 1u) * kvd4 + kcol + sl + TPK * i); }
   for (var u = 0u; u < VPT; u++) { v[u] = value4(min(kbeg + kgv * VPT + u, kend - 1u) * kvd4 + kcol + dg); }
   for (var i = j; i < G * H4; i += WGT) {
@@ -69,16 +69,16 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@if !VCACHED
   for (var i = j; i < H4; i += WGT) { VOWN[i] = as_cached(qkv4(vnew(kvh) + 4u * i)); }
 //@end
-  var m: array<f32, G>;
-  var lsum: array<f32, G>;
-  var acc: array<vec4<f32>, G>;
+  var m = array<f32, G>();
+  var lsum = array<f32, G>();
+  var acc = array<vec4<f32>, G>();
   for (var g = 0u; g < G; g++) { m[g] = NEG; }
   workgroupBarrier();
   for (var kb = kbeg; kb < kend; kb += KC) {
     let key = kb + kk;
     let own = key == st.pos0;
     let valid = key < kend;
-    var s: array<f32, G>;
+    var s = array<f32, G>();
     for (var i = 0u; i < KPT; i++) {
       let x = select(k[i], KOWN[sl + TPK * i], own);
       for (var g = 0u; g < G; g++) { s[g] += dot(Q[g * H4 + sl + TPK * i], x); }
@@ -88,8 +88,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     if (nb < kend) {
       for (var i = 0u; i < KPT; i++) { k[i] = key4(min(nb + kk, kend - 1u) * kvd4 + kcol + sl + TPK * i); }
     }
-    var corr: array<f32, G>;
-    var w: array<f32, G>;
+    var corr = array<f32, G>();
+    var w = array<f32, G>();
     for (var g = 0u; g < G; g++) {
       for (var x = 1u; x < TPK; x <<= 1u) { s[g] += subgroupShuffleXor(s[g], x); }
     }

@@ -98,8 +98,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   let rg = li / 8u; // this thread's rows 4 rg .. 4 rg + 4 of the workgroup's
   let kg = li % 8u; // and its keys kg + 8 j, or output vec4s kg + 8 i
   // Its rows' tokens and heads (idle rows mirror the last row).
-  var tok: array<u32, 4>;
-  var head: array<u32, 4>;
+  var tok = array<u32, 4>();
+  var head = array<u32, 4>();
   for (var r = 0u; r < 4u; r++) {
     let row = min(wg.x * BQ + 4u * rg + r, rows - 1u);
     tok[r] = row / g;
@@ -110,7 +110,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   // Thread li < 64 keeps the softmax state of row li.
   var m = NEG;
   var lsum = 0.0;
-  var acc: array<vec4<f32>, 4u * CPT>;
+  var acc = array<vec4<f32>, 4u * CPT>();
   for (var kb = 0u; kb < kend; kb += BKV) {
     for (var i = li; i < BKV * HD4; i += 128u) {
       let j = i / HD4;
@@ -122,9 +122,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     }
     workgroupBarrier();
     // Scores: 4 rows x KPT keys, q read through the cache (the 8 threads of a row group share it).
-    var s: array<f32, 4u * KPT>;
+    var s = array<f32, 4u * KPT>();
     for (var c = 0u; c < HD4; c++) {
-      var k: array<vec4<f32>, KPT>;
+      var k = array<vec4<f32>, KPT>();
       for (var j = 0u; j < KPT; j++) { k[j] = Kt[(kg + 8u * j) * KS + c]; }
       for (var r = 0u; r < 4u; r++) {
         let q = q4(tok[r], head[r], c);
@@ -162,7 +162,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       for (var i = 0u; i < CPT; i++) { acc[r * CPT + i] *= corr; }
     }
     for (var j = 0u; j < BKV; j++) {
-      var v: array<vec4<f32>, CPT>;
+      var v = array<vec4<f32>, CPT>();
       for (var i = 0u; i < CPT; i++) { v[i] = Vt[j * HD4 + min(kg + 8u * i, HD4 - 1u)]; }
       for (var r = 0u; r < 4u; r++) {
         let pr = S[(4u * rg + r) * SS + j];

@@ -16,7 +16,7 @@ var<workgroup> OV: array<f32, 512>; // the head's output row
 // (only the last token's: decode has one).
 fn quantize_head(h: u32, t: u32, i: u32, n: u32) {
   for (var k = i; k < p.head_dim / 16u && t + 1u == st.n_tokens; k += n) {
-    var v: array<vec4<f32>, 4>;
+    var v = array<vec4<f32>, 4>();
     for (var j = 0u; j < 4u; j++) {
       let e = 16u * k + 4u * j;
       v[j] = vec4<f32>(OV[e], OV[e + 1u], OV[e + 2u], OV[e + 3u]);

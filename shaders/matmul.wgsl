@@ -25,11 +25,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   let tm = l.x % (BM / TM); // this thread's rows: m0 + tm * TM ..
   let tn = l.x / (BM / TM); // tokens: n0 + tn * TN ..
   let row_bytes = p.cols / BLOCK_ELEMS * BLOCK_BYTES;
-  var acc: array<array<vec4<f32>, TN>, TM / 4u>;
+  var acc = array<array<vec4<f32>, TN>, TM / 4u>();
   // The next step's tiles are loaded into registers while this step's are multiplied (software
   // pipelining): the loads' latency overlaps the arithmetic instead of stalling every step.
-  var wr: array<vec4<f32>, NW>;
-  var xr: array<vec4<f32>, NX>;
+  var wr = array<vec4<f32>, NW>();
+  var xr = array<vec4<f32>, NX>();
   for (var r = 0u; r < NW; r++) { wr[r] = tile_w(l.x + r * WG, 0u, m0, row_bytes, BM); }
   for (var r = 0u; r < NX; r++) { xr[r] = tile_x(l.x + r * WG, 0u, n0, b, BN); }
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
@@ -51,7 +51,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
       for (var r = 0u; r < NX; r++) { xr[r] = tile_x(l.x + r * WG, k0 + BK, n0, b, BN); }
     }
     for (var k = 0u; k < BK; k++) {
-      var a: array<vec4<f32>, TM / 4u>;
+      var a = array<vec4<f32>, TM / 4u>();
       for (var i = 0u; i < TM / 4u; i++) { a[i] = Ws[k * (BM / 4u) + tm * (TM / 4u) + i]; }
       for (var j4 = 0u; j4 < TN / 4u; j4++) {
         let x = Xs[k * (BN / 4u) + tn * (TN / 4u) + j4];

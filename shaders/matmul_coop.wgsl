@@ -236,17 +236,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   // The next step's runs and pieces are loaded into registers while this step's tiles are
   // multiplied (software pipelining, as matmul.wgsl): their latency overlaps the matrix units'.
 //@if !WV
-  var wr: array<vec4<f32>, NW>;
+  var wr = array<vec4<f32>, NW>();
 //@end
 //@if WQ
-  var wr: array<QPiece, NW>;
+  var wr = array<QPiece, NW>();
 //@end
 //@if WP
-  var wr: array<vec4<u32>, NW>;
+  var wr = array<vec4<u32>, NW>();
 //@end
-  var xh: array<vec4<u32>, NX>;
+  var xh = array<vec4<u32>, NX>();
 //@if SPLIT
-  var xl: array<vec4<u32>, NX>;
+  var xl = array<vec4<u32>, NX>();
 //@end
   for (var r = 0u; r < NW; r++) { wr[r] = weights(li + r * WG, 0u, m0, row_bytes); }
   for (var r = 0u; r < NX; r++) {

@@ -253,9 +253,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let steps = select(0u, p.cols / 32u, (p.x_stride & 3u) == 0u);
   for (var cb = 0u; cb < 32u * steps; cb += 32u) {
 //@for k < NT
-    var xl_$k: array<vec4<f32>, (8u + SG - 1u) / SG>;
+    var xl_$k = array<vec4<f32>, (8u + SG - 1u) / SG>();
 //@if NORM
-    var nl_$k: array<vec4<f32>, (8u + SG - 1u) / SG>;
+    var nl_$k = array<vec4<f32>, (8u + SG - 1u) / SG>();
 //@end
 //@for r < XR
     xl_$k[$r] = X[(((b.y + $ku) * p.x_stride + cb) >> 2u) + min(SG * $ru + lane, 7u)];
@@ -396,7 +396,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@for k < NT
     if ($ku < b.x) {
 //@if HALF_ROWS
-      var y_$k: array<f32, RPT>;
+      var y_$k = array<f32, RPT>();
 //@end
 //@for i < RPT
       if (row + $iu < p.rows) {
@@ -454,7 +454,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       ss = part_ss[l.x][k];
 //@end
 //@if HALF_ROWS
-      var y: array<f32, RPT>;
+      var y = array<f32, RPT>();
 //@end
       for (var i = 0u; i < min(RPT, p.rows - row); i++) {
         var u = 0.0;
@@ -490,14 +490,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@if QNORM
   // (The norm weights loaded before the barrier, for the scale: their wait overlaps the other
   // rows'.)
-  var nq: array<vec4<f32>, 4>;
+  var nq = array<vec4<f32>, 4>();
   if (l.x < 4u) {
     for (var j = 0u; j < 4u; j++) { nq[j] = NWQ[4u * hq + j]; }
   }
 //@end
   workgroupBarrier();
   if (l.x < 4u && row0 < p.rows) {
-    var v: array<vec4<f32>, 4>;
+    var v = array<vec4<f32>, 4>();
     var ssq = 0.0;
     for (var j = 0u; j < 4u; j++) {
       var e = vec4<f32>(QV[4u * j], QV[4u * j + 1u], QV[4u * j + 2u], QV[4u * j + 3u]);

@@ -16,8 +16,8 @@ struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
 fn main(@builtin(global_invocation_id) g: vec3u) {
   if (g.x >= st.n_tokens) { return; }
   let ro = g.x * p.E;
-  var taken: array<bool, 256>;
-  var pick: array<u32, 16>;
+  var taken = array<bool, 256>();
+  var pick = array<u32, 16>();
   for (var j = 0u; j < p.k; j++) {
     var best = 0xffffffffu;
     for (var e = 0u; e < p.E; e++) {

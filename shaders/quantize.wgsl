@@ -44,7 +44,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   }
   let h = wg.x * 64u + l.x;
   if (h >= p.n / 16u) { return; }
-  var v: array<vec4<f32>, 4>;
+  var v = array<vec4<f32>, 4>();
   for (var j = 0u; j < 4u; j++) {
     var e = x[o + 4u * h + j];
     if (p.norm != 0u) { e = e * inv * w[4u * h + j]; }

@@ -8,7 +8,7 @@
 // adds the half's sum of squares of the raw values at XSW[H + i / 2][i % 2], after the pairs).
 fn quantize_half(i: u32, v: array<vec4<f32>, 4>) {
   let s = half_scale(v);
-  var dg: array<vec3<u32>, 4>;
+  var dg = array<vec3<u32>, 4>();
   for (var j = 0u; j < 4u; j++) { dg[j] = half_digits(v[j], s.y); }
   XQW[3u * i] = vec4<u32>(dg[0].x, dg[1].x, dg[2].x, dg[3].x);
   XQW[3u * i + 1u] = vec4<u32>(dg[0].y, dg[1].y, dg[2].y, dg[3].y);

@@ -26,6 +26,12 @@ fn used_bindings(module: &naga::Module, info: &naga::valid::ModuleInfo) -> Vec<n
 
 fn check(key: &PipelineKey) {
     let src = compose(key);
+    // Every function-scope `var` has an initializer: Tint (the browser's compiler) kept a
+    // loop-local `var` declared without one at its last iteration's value, where WGSL and naga
+    // zero it each iteration (the tiled attention's scores added up across key tiles).
+    if let Some(line) = src.lines().map(str::trim_start).find(|l| l.starts_with("var ") && !l.contains('=')) {
+        panic!("{}: a `var` without an initializer: {line}", key.label());
+    }
     let (module, info) = validated(&key.label(), &src);
     // `bench --hollow`'s form (the kernel returning at entry) validates too and keeps every
     // binding, so that the bind groups made for the kernel fit it.

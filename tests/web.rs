@@ -15,27 +15,12 @@ use webgpu_llama::ggml::GgmlType;
 use webgpu_llama::gguf::{GgufWriter, Value};
 use webgpu_llama::web;
 
+mod web_common;
+use web_common::*;
+
 wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen(inline_js = r#"
-export async function hostDevice(raise, subgroups) {
-  const adapter = await navigator.gpu.requestAdapter();
-  if (!adapter) throw new Error('requestAdapter() returned null (is --enable-unsafe-webgpu set?)');
-  const requiredLimits = raise ? {
-    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
-    maxBufferSize: adapter.limits.maxBufferSize,
-  } : {};
-  const requiredFeatures = subgroups && adapter.features.has('subgroups') ? ['subgroups'] : [];
-  return adapter.requestDevice({ requiredLimits, requiredFeatures });
-}
-// The subgroup size the module should compile for on `device`: its one size when it has the
-// feature and adapterInfo gives subgroupMinSize == subgroupMaxSize, a power of two from 4 to 64;
-// else 0.
-export function expectedSubgroup(device) {
-  const i = device.adapterInfo || {}, n = i.subgroupMinSize;
-  const one = n === i.subgroupMaxSize && Number.isInteger(n) && n >= 4 && n <= 64 && (n & (n - 1)) === 0;
-  return device.features.has('subgroups') && one ? n : 0;
-}
 // Calls llama.forward exactly as JS does; a synchronous throw is turned into a marked rejection.
 export function jsForward(llama, tokens, pos) {
   try { return llama.forward(tokens, pos); }
@@ -94,10 +79,6 @@ export async function hostRoundTrip(device) {
 }
 "#)]
 extern "C" {
-    #[wasm_bindgen(catch, js_name = hostDevice)]
-    async fn host_device(raise: bool, subgroups: bool) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(js_name = expectedSubgroup)]
-    fn expected_subgroup(device: &JsValue) -> f64;
     #[wasm_bindgen(js_name = jsForward)]
     fn js_forward(llama: &JsValue, tokens: &JsValue, pos: &JsValue) -> js_sys::Promise;
     #[wasm_bindgen(catch, js_name = jsCall)]
@@ -130,106 +111,7 @@ extern "C" {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reference cases (compiled in from ../shared)
-
-struct Case {
-    name: &'static str,
-    model: &'static [u8],
-    json: &'static str,
-    logits: &'static [u8],
-}
-
-macro_rules! case {
-    ($name:literal, $model:literal) => {
-        Case {
-            name: $name,
-            model: include_bytes!(concat!("../../shared/models/", $model)),
-            json: include_str!(concat!("../../shared/reference/", $name, ".json")),
-            logits: include_bytes!(concat!("../../shared/reference/", $name, ".logits.f32")),
-        }
-    };
-}
-
-const F32: Case = case!("stories260K-f32", "stories260K.gguf");
-const Q8_0: Case = case!("stories260K-q8_0", "stories260K-Q8_0.gguf");
-const MOE_Q8_0: Case = case!("stories260K-moe4x-top2-q8_0", "stories260K-moe4x-top2-Q8_0.gguf");
-const PAD256_Q4_K_M: Case = case!("stories260K-pad256-q4_k_m", "stories260K-pad256-Q4_K_M.gguf");
-/// The other stories260K cases, so that every shared case also passes in the browser (SmolLM2,
-/// not in `../shared/models` and too large to compile into this test, from a page:
-/// `tests/page.test.mjs`).
-const OTHERS: [Case; 7] = [
-    case!("stories260K-f16", "stories260K-F16.gguf"),
-    case!("stories260K-f32-long300", "stories260K.gguf"),
-    case!("stories260K-moe4x-top2-f32", "stories260K-moe4x-top2-F32.gguf"),
-    case!("stories260K-pad256-f16", "stories260K-pad256-F16.gguf"),
-    case!("stories260K-pad256-q4_0", "stories260K-pad256-Q4_0.gguf"),
-    case!("stories260K-pad256-q6_k", "stories260K-pad256-Q6_K.gguf"),
-    case!("stories260K-pad256-q8_0", "stories260K-pad256-Q8_0.gguf"),
-];
-
-/// Largest allowed |logit - reference| at any position.
-const TOLERANCE: f32 = 2e-3;
-/// The same with `kvType: 'f16'`, as tests/reference.rs (keys and values rounded to f16 move the
-/// reference cases' logits by 1e-2 to 4.4e-2 natively; stories260K-q8_0's by 1.0e-2).
-const KV_F16_TOLERANCE: f32 = 8e-2;
-
-fn ints(json: &str, key: &str) -> Vec<u32> {
-    let start = json.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
-    let open = start + json[start..].find('[').unwrap();
-    let close = open + json[open..].find(']').unwrap();
-    json[open + 1..close].split(',').map(|s| s.trim().parse().unwrap()).collect()
-}
-
-fn number(json: &str, key: &str) -> usize {
-    let start = json.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
-    let rest = &json[start + key.len() + 3..];
-    rest.trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
-}
-
-impl Case {
-    fn check_model_name(&self) {
-        let file = self.json.split("\"model\"").nth(1).and_then(|r| r.split('"').nth(1)).unwrap();
-        assert!(self.model.len() > 1000 && !file.is_empty(), "{}: bad case", self.name);
-    }
-    fn prompt(&self) -> Vec<u32> {
-        ints(self.json, "prompt")
-    }
-    fn greedy(&self) -> Vec<u32> {
-        ints(self.json, "greedy")
-    }
-    fn vocab(&self) -> usize {
-        number(self.json, "vocab")
-    }
-    fn row(&self, i: usize) -> Vec<f32> {
-        let v = self.vocab();
-        self.logits[i * v * 4..(i + 1) * v * 4].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-    }
-    fn buffer(&self) -> JsValue {
-        bytes_to_js(self.model)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Helpers
-
-fn bytes_to_js(b: &[u8]) -> JsValue {
-    js_sys::Uint8Array::from(b).buffer().into()
-}
-
-fn max_abs(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
-}
-
-fn argmax(v: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &x) in v.iter().enumerate() {
-        if x > v[best] {
-            best = i;
-        }
-    }
-    best as u32
-}
 
 fn nums(xs: &[f64]) -> JsValue {
     xs.iter().map(|&x| JsValue::from_f64(x)).collect::<js_sys::Array>().into()
@@ -237,16 +119,6 @@ fn nums(xs: &[f64]) -> JsValue {
 
 fn toks(xs: &[u32]) -> JsValue {
     nums(&xs.iter().map(|&x| x as f64).collect::<Vec<_>>())
-}
-
-/// The host's device, with the `subgroups` feature where the adapter offers it (as
-/// `www/chat.js` asks for it); [`device_without_subgroups`] for the path without.
-async fn device(raise: bool) -> JsValue {
-    host_device(raise, true).await.expect("the host creates a GPUDevice")
-}
-
-async fn device_without_subgroups() -> JsValue {
-    host_device(true, false).await.expect("the host creates a GPUDevice")
 }
 
 /// Awaits a promise; `Err` carries the rejection as "Name: message" (`TypeError: ...`,
@@ -865,56 +737,4 @@ async fn an_aborted_load_rejects_with_the_signals_reason() {
     let llama = load(&dev, &Q8_0, Some(8)).await;
     assert_eq!(forward(&llama, &[1], 0).await.unwrap().len(), 512);
     js_call0(&llama, "dispose").unwrap();
-}
-
-// ---------------------------------------------------------------------------------------------
-// The GPU kernel forms in the browser
-
-/// SwiftShader counts as a CPU adapter, so `createLlama` runs the CPU kernel forms here. This
-/// test adopts the host's device as `createLlama` does (with its subgroups, where offered) and
-/// forces the GPU policy: the one-token and multi-token matrix-vector kernels with RMSNorm and
-/// SwiGLU fused, Q4_K, F16 and Q8_0 (regrouped at load: rows of 512) as 16-byte pieces, row
-/// sums by subgroup shuffles when the device has one subgroup size: against rmsnorm, matvec and
-/// SwiGLU in f64.
-#[wasm_bindgen_test]
-async fn gpu_kernel_forms_match_the_f64_reference() {
-    use webgpu_llama::{ggml, oneshot, reference};
-    let dev = device(true).await;
-    let a = webgpu_llama::web::adopt::adopt_device(&dev).await.expect("adopt the host's device");
-    let mut gpu = webgpu_llama::gpu::Gpu::from_device(a.device, a.queue, a.adapter_info, false);
-    gpu.set_web_subgroup(a.subgroup);
-    gpu.set_cpu(false);
-    gpu.tuning_mut().fuse = Some(true);
-    assert_eq!(gpu.tuning().reduce_subgroup as f64, expected_subgroup(&dev), "subgroup size of the reductions");
-    let f64s = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-    let mut seed = 7u32;
-    let mut rand = move || {
-        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-        (seed >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0
-    };
-    for ty in [GgmlType::Q4_K, GgmlType::F16, GgmlType::Q8_0] {
-        let (rows, cols) = (2 * 19u32, 512u32);
-        let w: Vec<f32> = (0..rows * cols).map(|_| rand()).collect();
-        let bytes = ggml::quantize(ty, &w).unwrap();
-        let mut exact = vec![0f32; w.len()];
-        ggml::dequantize(ty, &bytes, &mut exact).unwrap();
-        let (gate, up) = exact.split_at(exact.len() / 2);
-        let nw: Vec<f32> = (0..cols).map(|_| 1.0 + 0.5 * rand()).collect();
-        for n in [1u32, 3] {
-            let x: Vec<f32> = (0..n * cols).map(|_| 3.0 * rand()).collect();
-            let got = oneshot::linear_fused(&gpu, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), true).await.unwrap();
-            let want: Vec<f64> = x
-                .chunks(cols as usize)
-                .flat_map(|r| {
-                    let xn = reference::rmsnorm(&f64s(r), &f64s(&nw), 1e-5);
-                    reference::swiglu(&reference::matvec(&f64s(gate), &xn), &reference::matvec(&f64s(up), &xn))
-                })
-                .collect();
-            assert_eq!(got.len(), want.len(), "{ty} T={n}: output length");
-            // Relative to the largest output (as tests/ops.rs does natively).
-            let scale = want.iter().fold(1f64, |m, w| m.max(w.abs()));
-            let worst = got.iter().zip(&want).map(|(g, w)| (*g as f64 - w).abs() / scale).fold(0.0, f64::max);
-            assert!(worst <= 2e-5, "{ty} T={n}: norm + linear + swiglu differs by {worst:.2e} of the largest output");
-        }
-    }
 }
