@@ -270,6 +270,8 @@ pub struct Gpu {
     wgsl_subgroups: bool,
     cpu_adapter: bool,
     swiftshader: bool,
+    /// On the web: whether WGSL has `dot4I8Packed` ([`Gpu::set_web_packed_dot`]).
+    web_packed_dot: Option<bool>,
     tuning: Tuning,
 }
 
@@ -298,6 +300,7 @@ impl Gpu {
             wgsl_subgroups: false,
             cpu_adapter: cpu,
             swiftshader: name.contains("swiftshader"),
+            web_packed_dot: None,
             tuning: Tuning {
                 cpu,
                 tpr: None,
@@ -366,6 +369,18 @@ impl Gpu {
         self.tuning.cpu_subgroup = self.subgroup.unwrap_or(0);
         self.tuning.reduce_subgroup = self.subgroup.unwrap_or(0);
         self.tuning.cpu_attention = cpu;
+        if let Some(packed) = self.web_packed_dot {
+            self.tuning.int_dot = Some(packed && !cpu);
+        }
+    }
+
+    /// On the web: whether WGSL has `dot4I8Packed` (the `packed_4x8_integer_dot_product`
+    /// language feature). Where it has, GPUs take the integer matvec form as natively on Vulkan
+    /// ([`Tuning::int_dot`]; Tint emits the hardware's 4x8-bit dot product where the driver has
+    /// one); CPU adapters keep the f32 form. Call it after [`Gpu::set_web_subgroup`].
+    pub fn set_web_packed_dot(&mut self, packed: bool) {
+        self.web_packed_dot = Some(packed);
+        self.set_cpu(self.tuning.cpu);
     }
 
     /// The kernel variant choices in force.

@@ -24,11 +24,11 @@ wasm_bindgen_test_configure!(run_in_browser);
 /// The host's device adopted as `createLlama` adopts it (its subgroup size where it has one),
 /// with the policy of a GPU adapter whatever the adapter is.
 async fn gpu_forms(dev: &wasm_bindgen::JsValue) -> Gpu {
-    let a = webgpu_llama::web::adopt::adopt_device(dev).await.expect("adopt the host's device");
-    let mut gpu = Gpu::from_device(a.device, a.queue, a.adapter_info, false);
-    gpu.set_web_subgroup(a.subgroup);
+    let mut gpu = webgpu_llama::web::adopt::adopt_device(dev).await.expect("adopt the host's device").into_gpu();
     gpu.set_cpu(false);
     assert_eq!(gpu.tuning().reduce_subgroup as f64, expected_subgroup(dev), "subgroup size of the reductions");
+    // Chromium's WGSL has dot4I8Packed: the integer matvec form runs (SwiftShader polyfills it).
+    assert_eq!(gpu.tuning().int_dot, Some(true), "the integer matvec form on a GPU with dot4I8Packed");
     gpu
 }
 

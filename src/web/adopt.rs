@@ -37,6 +37,8 @@
 
 use wasm_bindgen::prelude::*;
 
+use crate::gpu::Gpu;
+
 /// A wgpu device and queue that wrap the host page's `GPUDevice` (the very same JS object).
 pub struct Adopted {
     /// The host's `GPUDevice` as a wgpu device (`device.as_webgpu()` is the host's object).
@@ -52,6 +54,9 @@ pub struct Adopted {
     /// `adapterInfo` gives one size (`subgroupMinSize == subgroupMaxSize`, a power of two from 4
     /// to 64): wgpu's WebGPU backend does not report the feature, so it is read from JS here.
     pub subgroup: Option<u32>,
+    /// Whether WGSL's `dot4I8Packed` is there (`navigator.gpu.wgslLanguageFeatures` has
+    /// `packed_4x8_integer_dot_product`: a language feature, no device feature to request).
+    pub packed_dot: bool,
     /// `GPUAdapterInfo` of the host device: non-empty fields of vendor / architecture / device /
     /// description, joined with " / " (e.g. "google / swiftshader / ... ").
     pub adapter_info: String,
@@ -128,13 +133,20 @@ fn resolving_function(value: &JsValue) -> Result<JsValue, String> {
     resolve.unchecked_ref::<BindableFunction>().bind1(&promise_ctor, value).map_err(|e| fail(format!("Promise.resolve.bind threw {}", js_text(&e))))
 }
 
+/// Whether the set-like `set` (a `GPUSupportedFeatures` or `WGSLLanguageFeatures`) has `name`.
+fn has(set: &JsValue, name: &str) -> bool {
+    let Some(f) = reflect_get(set, "has").ok().and_then(|f| f.dyn_into::<js_sys::Function>().ok()) else {
+        return false;
+    };
+    f.call1(set, &JsValue::from_str(name)).ok().and_then(|v| v.as_bool()).unwrap_or(false)
+}
+
 /// The one subgroup size of a device whose `features` hold `subgroups` and whose adapter `info`
 /// has equal `subgroupMinSize` and `subgroupMaxSize` (a power of two from 4 to 64), else `None`.
 /// (Dawn reports one size for Vulkan devices with a fixed size: NVIDIA on Linux and ChromeOS,
 /// Mali, SwiftShader; Metal reports 4-64 and D3D12 up to 128, which do not qualify.)
 fn fixed_subgroup(features: &JsValue, info: &JsValue) -> Option<u32> {
-    let has = reflect_get(features, "has").ok()?.dyn_into::<js_sys::Function>().ok()?;
-    if !has.call1(features, &JsValue::from_str("subgroups")).ok()?.as_bool()? {
+    if !has(features, "subgroups") {
         return None;
     }
     let size = |k: &str| reflect_get(info, k).ok()?.as_f64();
@@ -226,6 +238,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
     if !real_gpu.is_object() {
         return Err(fail("navigator.gpu is not available in this context"));
     }
+    let packed_dot = has(&get(&real_gpu, "wgslLanguageFeatures")?, "packed_4x8_integer_dot_product");
 
     // 2. The adapter-like object and the fake `GPU`.
     let adapter = js_sys::Object::new();
@@ -287,7 +300,20 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
 
     let limits = device.limits();
     let features = device.features();
-    Ok(Adopted { device, queue, limits, features, adapter_info, subgroup })
+    Ok(Adopted { device, queue, limits, features, adapter_info, subgroup, packed_dot })
+}
+
+impl Adopted {
+    /// The adopted device as a [`Gpu`] with the browser's policy: kernels compiled for the
+    /// device's one subgroup size ([`Gpu::set_web_subgroup`]), and on GPUs the integer matvec
+    /// form where WGSL has `dot4I8Packed` ([`Gpu::set_web_packed_dot`]). Errors are the host's:
+    /// never captured here.
+    pub fn into_gpu(self) -> Gpu {
+        let mut gpu = Gpu::from_device(self.device, self.queue, self.adapter_info, false);
+        gpu.set_web_subgroup(self.subgroup);
+        gpu.set_web_packed_dot(self.packed_dot);
+        gpu
+    }
 }
 
 /// Copies `len` bytes from `src[src_offset..src_offset + len]` (a JS `ArrayBuffer`, e.g. the

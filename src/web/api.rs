@@ -381,10 +381,7 @@ async fn adopt(device: &JsValue) -> Result<Gpu, Error> {
             }
         }
     }
-    let a = adopt_device(device).await.map_err(Error::Gpu)?;
-    let mut gpu = Gpu::from_device(a.device, a.queue, a.adapter_info, false);
-    gpu.set_web_subgroup(a.subgroup);
-    Ok(gpu)
+    Ok(adopt_device(device).await.map_err(Error::Gpu)?.into_gpu())
 }
 
 /// A `TypeError` unless `device` looks like a `GPUDevice` (an object with `createBuffer`; adopting
