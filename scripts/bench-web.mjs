@@ -31,7 +31,7 @@ import { CHROMIUM, CHROMIUM_ARGS, build, serve, webMounts } from './serve.mjs';
 
 const CASES = {
   stories: { title: '(a) stories260K F32, 300-token prompt', model: '/shared/models/stories260K.gguf', prompt: 'long300',
-    gen: 64, repeats: 3, targets: { prefill: 50, decode: 2 } },
+    gen: 64, repeats: 3, targets: { prefill: 50, decode: 2, generate: 2 } },
   smollm2: { title: '(b) SmolLM2-135M-Instruct Q4_1, prompt "The capital of France is"', model: '/models/SmolLM2-135M-Instruct.Q4_1.gguf',
     prompt: '504,3575,282,4649,314', gen: 8, repeats: 3, seedGen: 3, seedRepeats: 1, ref: 'smollm2-135m-instruct-q4_1',
     note: 'the seed runs 3 decode tokens and 1 repeat only: it takes ~13 s per token on SwiftShader here' },
@@ -71,9 +71,9 @@ function report(c, r) {
   const lines = [`== ${c.title} ==`, `model ${r.model} (${(r.fileBytes / 2 ** 20).toFixed(2)} MiB), prompt ${r.promptTokens} tokens` +
     `${r.refName ? `, reference ${r.refName}` : ''}; adapter: ${r.adapter}`];
   if (c.note) lines.push(`note: ${c.note}`);
-  const head = ['engine', 'runs', 'load s', 'first logits s', 'prefill tok/s', 'M', 'decode tok/s', 'ms/token', 'dispatches/token', 'max|d| vs ref', 'greedy = ref'];
+  const head = ['engine', 'runs', 'load s', 'first logits s', 'prefill tok/s', 'M', 'decode tok/s', 'ms/token', 'generate tok/s', 'dispatches/token', 'max|d| vs ref', 'greedy = ref'];
   const rows = r.engines.map((e) => [e.engine, String(e.repeats), spread(e.load, 3), e.first ? spread(e.first, 3) : '-', spread(e.prefillTps), String(e.gen), spread(e.decodeTps),
-    f(e.msPerToken.median, 1), String(e.dispatchesPerToken), e.refMaxAbsDiff === undefined ? '-' : e.refMaxAbsDiff.toExponential(2), e.refGreedyMatch || '-']);
+    f(e.msPerToken.median, 1), e.generateTps && !Number.isNaN(e.generateTps.median) ? spread(e.generateTps) : '-', String(e.dispatchesPerToken), e.refMaxAbsDiff === undefined ? '-' : e.refMaxAbsDiff.toExponential(2), e.refGreedyMatch || '-']);
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const fmt = (row) => `| ${row.map((x, i) => x.padEnd(w[i])).join(' | ')} |`;
   lines.push(fmt(head), `|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`, ...rows.map(fmt));
@@ -82,6 +82,11 @@ function report(c, r) {
     lines.push(`ours/seed speed: load ${f(r.ratio.load)}x (seed s / our s), first logits ${f(r.ratio.first)}x (likewise), prefill ${f(r.ratio.prefill)}x${t('prefill')}, decode ${f(r.ratio.decode)}x${t('decode')}`);
     lines.push(`agreement: max |logits ours - seed| after the prompt ${r.agree.maxAbsDiff.toExponential(2)}; greedy ids ` +
       `${r.agree.idsIdentical ? 'identical' : 'DIFFER'} over the ${r.agree.common} both produced`);
+  }
+  for (const e of r.engines.filter((e) => e.generateTps && !Number.isNaN(e.generateTps.median))) {
+    const x = e.generateTps.median / e.decodeTps.median, t = c.targets?.generate;
+    lines.push(`${e.engine}: generate (K = ${r.block}) / forward loop decode ${f(x)}x${t ? ` (target >= ${t}x: ${x >= t ? 'met' : 'NOT met'})` : ''}; ` +
+      `generate's ids ${e.generateSame ? 'are' : 'are NOT'} the forward loop's`);
   }
   if (r.ratioBase) {
     lines.push(`ours/base speed: load ${f(r.ratioBase.load)}x (base s / our s), first logits ${f(r.ratioBase.first)}x (likewise), prefill ${f(r.ratioBase.prefill)}x, decode ${f(r.ratioBase.decode)}x`);

@@ -15,6 +15,10 @@
 //   prefill  a second forward(prompt, 0) (the same positions again): prompt tokens / seconds;
 //   decode   M tokens one at a time, greedy (argmax), each forward awaited with its logits read
 //            back, as a sampler loop does: M / seconds, and ms per token;
+//   generate (engines that have it) the prompt again, then the same M tokens through
+//            generate([first id], P, { maxTokens: M, block: K }): decode chained on the GPU, the
+//            ids read back K at a time (a short generate first compiles its kernels): M / seconds,
+//            and whether its ids are the forward loop's;
 //   then dispose() (the seed has none). Every repeat loads afresh.
 // Reported: median (min-max) over repeats, config.dispatchesPerToken, the speed ratios ours/seed
 // (load: seed seconds / our seconds; prefill and decode: our tokens/s / seed tokens/s) and
@@ -26,7 +30,7 @@
 // URL parameters (run=1 starts it; scripts/bench-web.mjs sets them):
 //   model=URL (default /shared/models/stories260K.gguf)
 //   prompt=1,2,3 | long300 (the 300-token prompt of stories260K-f32-long300.json; the default)
-//   gen=M (64), repeats=R (3), engines=ours,seed[,base]
+//   gen=M (64), repeats=R (3), engines=ours,seed[,base], block=K (16: generate's ids per readback)
 //   seedGen=, seedRepeats=   smaller M and R for the seed (slow models); default gen and repeats
 //   ref=NAME                 reference case under /shared/reference/ (long300 implies its case)
 //   profile=1                the device gets `timestamp-query` where the adapter has it, and ours'
@@ -105,7 +109,7 @@ async function makeDevice(defaultLimits, subgroups, timestamps) {
 }
 
 /** One engine, one repeat: load, prefill, M decode steps. */
-async function runOnce(createLlama, device, buffer, prompt, m, profile = false) {
+async function runOnce(createLlama, device, buffer, prompt, m, profile = false, block = 16) {
   const t0 = now();
   const llama = await createLlama(device, buffer);
   await device.queue.onSubmittedWorkDone();
@@ -119,11 +123,20 @@ async function runOnce(createLlama, device, buffer, prompt, m, profile = false) 
   const t2 = now();
   for (let i = 0; i < m; i++) ids.push(argmax(await llama.forward([ids[i]], prompt.length + i)));
   const decode = now() - t2;
+  let generate, generateSame;
+  if (llama.generate) {
+    await llama.forward(prompt, 0);
+    await llama.generate([ids[0]], prompt.length, { maxTokens: 2, block });
+    const t3 = now();
+    const g = await llama.generate([ids[0]], prompt.length, { maxTokens: m, block });
+    generate = now() - t3;
+    generateSame = g.ids.length === m && [...g.ids].every((id, j) => id === ids[j + 1]);
+  }
   const config = { ...llama.config };
   const profiled = profile && llama.profile ? { decode: bySum(await llama.profile(1, prompt.length + m)), prefill: bySum(await llama.profile(prompt.length, 0)) } : undefined;
   if (llama.dispose) llama.dispose();
   return { profiled, load, prefill, first, decode, prefillTps: prompt.length / prefill, decodeTps: m / decode, msPerToken: 1000 * decode / m,
-           ids, prefillLogits, dispatchesPerToken: config.dispatchesPerToken, vocab: config.vocab };
+           generateTps: generate ? m / generate : NaN, generateSame, ids, prefillLogits, dispatchesPerToken: config.dispatchesPerToken, vocab: config.vocab };
 }
 
 /** llama.profile()'s dispatches summed by kernel label, largest first (null stays null). */
@@ -143,6 +156,7 @@ function summarise(name, runs, s) {
   const pick = (k) => stats(runs.map((r) => r[k]));
   const out = { engine: name, repeats: runs.length, gen: runs[0].ids.length - 1, load: pick('load'), first: pick('first'), prefillTps: pick('prefillTps'),
     decodeTps: pick('decodeTps'), msPerToken: pick('msPerToken'), dispatchesPerToken: runs[0].dispatchesPerToken,
+    generateTps: pick('generateTps'), generateSame: runs.every((r) => r.generateSame !== false),
     ids: runs[0].ids, idsStable: runs.every((r) => commonPrefix(r.ids, runs[0].ids) === Math.min(r.ids.length, runs[0].ids.length)) };
   if (s.ref && s.ref.prompt.join() === s.prompt.join()) {
     const row = s.prompt.length - 1, v = s.ref.vocab;
@@ -156,13 +170,13 @@ function render(r) {
   const f = (x, d = 2) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(d));
   const ms = (st, d) => `${f(st.median, d)} (${f(st.min, d)}-${f(st.max, d)})`;
   const rows = r.engines.map((e) => `<tr><td>${e.engine}</td><td>${e.repeats}</td><td>${ms(e.load, 3)}</td><td>${ms(e.first, 3)}</td><td>${ms(e.prefillTps)}</td>` +
-    `<td>${e.gen}</td><td>${ms(e.decodeTps)}</td><td>${f(e.msPerToken.median, 1)}</td><td>${e.dispatchesPerToken}</td>` +
+    `<td>${e.gen}</td><td>${ms(e.decodeTps)}</td><td>${f(e.msPerToken.median, 1)}</td><td>${ms(e.generateTps)}</td><td>${e.dispatchesPerToken}</td>` +
     `<td>${e.refMaxAbsDiff === undefined ? '-' : e.refMaxAbsDiff.toExponential(2)}</td><td>${e.refGreedyMatch || '-'}</td></tr>`).join('');
   const ratio = r.ratio ? `<p>ours/seed speed: load <b>${f(r.ratio.load)}x</b>, first logits <b>${f(r.ratio.first)}x</b>, prefill <b>${f(r.ratio.prefill)}x</b>, decode <b>${f(r.ratio.decode)}x</b>; ` +
     `max |logits ours - seed| after the prompt ${r.agree.maxAbsDiff.toExponential(2)}; greedy ids ${r.agree.idsIdentical ? 'identical' : 'DIFFER'} (${r.agree.common} compared)</p>` : '';
   const base = r.ratioBase ? `<p>ours/base speed: load <b>${f(r.ratioBase.load)}x</b>, first logits <b>${f(r.ratioBase.first)}x</b>, prefill <b>${f(r.ratioBase.prefill)}x</b>, decode <b>${f(r.ratioBase.decode)}x</b></p>` : '';
   $('tables').innerHTML = `<p>${r.model} (${(r.fileBytes / 2 ** 20).toFixed(1)} MiB), prompt ${r.promptTokens} tokens, adapter ${r.adapter}</p>` +
-    `<table><tr><th>engine</th><th>runs</th><th>load s</th><th>first logits s</th><th>prefill tok/s</th><th>M</th><th>decode tok/s</th><th>ms/token</th>` +
+    `<table><tr><th>engine</th><th>runs</th><th>load s</th><th>first logits s</th><th>prefill tok/s</th><th>M</th><th>decode tok/s</th><th>ms/token</th><th>generate tok/s</th>` +
     `<th>dispatches/token</th><th>vs reference</th><th>greedy = ref</th></tr>${rows}</table>${ratio}${base}` +
     r.engines.map((e) => `<p>${e.engine} greedy ids: <code>${e.ids.join(',')}</code></p>`).join('');
 }
@@ -186,13 +200,14 @@ async function main() {
       if (e === 'seed' && rep >= s.seedRepeats) continue;
       const m = e === 'seed' ? s.seedGen : s.gen;
       status(`repeat ${rep + 1}/${s.repeats}: ${e} (prefill ${s.prompt.length}, decode ${m})...`);
-      const r = await runOnce(mods[e], device, buffer, s.prompt, m, profile && e === 'ours' && rep === 0);
+      const r = await runOnce(mods[e], device, buffer, s.prompt, m, profile && e === 'ours' && rep === 0, Number(q.get('block') || 16));
       runs[e].push(r);
       log(`${e} #${rep + 1}: load ${r.load.toFixed(3)} s, prefill ${r.prefill.toFixed(3)} s (${r.prefillTps.toFixed(2)} tok/s), ` +
-          `decode ${m} in ${r.decode.toFixed(3)} s (${r.decodeTps.toFixed(2)} tok/s, ${r.msPerToken.toFixed(1)} ms/token)`);
+          `decode ${m} in ${r.decode.toFixed(3)} s (${r.decodeTps.toFixed(2)} tok/s, ${r.msPerToken.toFixed(1)} ms/token)` +
+          (Number.isNaN(r.generateTps) ? '' : `, generate ${r.generateTps.toFixed(2)} tok/s (ids ${r.generateSame ? 'the same' : 'DIFFER'})`));
     }
   }
-  const result = { model: s.model, fileBytes: buffer.byteLength, promptTokens: s.prompt.length, prompt: s.promptArg === 'long300' ? 'long300' : s.prompt,
+  const result = { model: s.model, block: Number(q.get('block') || 16), fileBytes: buffer.byteLength, promptTokens: s.prompt.length, prompt: s.promptArg === 'long300' ? 'long300' : s.prompt,
     refName: s.refName || null, adapter, userAgent: navigator.userAgent, engines: s.engines.map((e) => summarise(e, runs[e], s)) };
   if (runs.ours?.[0]?.profiled) result.profile = runs.ours[0].profiled;
   if (runs.ours?.length && runs.seed?.length) {
