@@ -14,8 +14,11 @@ use crate::gpu::Gpu;
 use crate::inputs::StepInputs;
 use crate::linear::{quant_out, Fuse, Io, QuantNext, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
+use crate::sample::Picker;
 use crate::topk::TopK;
 use crate::weights::{Ffn, Progress, TensorSource, Weights};
+
+mod generate;
 
 /// Default tokens per batch (prefill chunk).
 pub const DEFAULT_BATCH: u32 = 512;
@@ -65,6 +68,8 @@ pub struct Llama {
     /// CPU seconds spent recording steps ahead ([`Llama::prepare`]), for the benchmark.
     prepare_s: Cell<f64>,
     topk: TopK,
+    /// The next-token pick of [`Llama::generate`].
+    picker: Picker,
     disposed: Cell<bool>,
 }
 
@@ -233,6 +238,7 @@ impl Llama {
         b.head(&weights.output, &xn, d, &logits, cfg.vocab, Some((&x, &weights.out_norm, cfg.eps)));
 
         let topk = TopK::build(&mut b, &logits, cfg.vocab);
+        let picker = Picker::build(&mut b, &logits, &tokens, &topk, cfg.ctx);
         let Builder { program, setup, buffers, step, .. } = b;
         gpu.check()?;
         Ok(Llama {
@@ -252,6 +258,7 @@ impl Llama {
             inputs: StepInputs::new(&gpu.device),
             prepare_s: Cell::new(0.0),
             topk,
+            picker,
             filled: Cell::new(0),
             disposed: Cell::new(false),
         })
