@@ -102,6 +102,10 @@ mod cli {
             /// --top-k or --copy-logits).
             #[arg(long)]
             random_next: bool,
+            /// Decode through Llama::generate, ids read back every K steps (next tokens picked
+            /// greedily on the GPU; not with --top-k, --copy-logits or --random-next).
+            #[arg(long, value_name = "K")]
+            generate: Option<u32>,
             /// Also measure the device's read bandwidth (`shaders/stream.wgsl`, 1 GiB read 32
             /// times, median of 5 passes) and print the decode's weight reads as a share of it.
             #[arg(long)]
@@ -590,6 +594,7 @@ mod cli {
                 top_k,
                 copy_logits,
                 random_next,
+                generate,
                 stream,
                 choices,
             } => {
@@ -597,7 +602,8 @@ mod cli {
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
                 let g = Gguf::parse(bytes.as_slice())?;
-                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits, random_next };
+                let opts =
+                    webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits, random_next, generate };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
                     println!("{}", report.to_json());

@@ -4,7 +4,7 @@
 //! one per token caps a page's decode; one per block of K tokens does not.
 
 use super::{Llama, Readout};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::program::Step;
 use crate::sample::{GenerateOptions, Generated, StopReason};
 
@@ -36,8 +36,8 @@ impl Llama {
     /// [`crate::sample::reference_pick`]'s. The repetition penalty changes the step's logits
     /// row in place (the forward pass's scratch, rewritten by every later step or forward).
     ///
-    /// Errors: as [`Llama::validate`]; [`Error::Input`](crate::Error::Input) naming the option
-    /// ([`GenerateOptions::check`]); [`Error::Gpu`](crate::Error::Gpu).
+    /// Errors: as [`Llama::validate`]; [`Error::Input`] naming the option
+    /// ([`GenerateOptions::check`]); [`Error::Gpu`].
     pub async fn generate(&self, tokens: &[u32], start_pos: u32, opts: &GenerateOptions, on_tokens: &mut dyn FnMut(&[u32]) -> bool) -> Result<Generated> {
         self.validate(tokens, start_pos)?;
         opts.check(self.config.vocab)?;
@@ -65,7 +65,11 @@ impl Llama {
         self.filled.set(start_pos);
         let readbacks = [self.readback(block as u64 * 4), self.readback(block as u64 * 4)];
         // Pick i (from 0) of the call; pick i > 0 feeds pick i - 1 at start_pos + given + i - 1.
+        // Each block's recording (which compiles the kernels it runs first) and submission
+        // inside an error scope of its own, so that a GPU error fails this call, not the
+        // host's uncaptured-error handler (the browser's).
         let submit = |b: u32| {
+            let scope = self.gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
             let (i0, slot) = (b * block, (b % 2) as usize);
             let n = block.min(max - i0);
             let mut steps = Vec::with_capacity(n as usize);
@@ -89,15 +93,25 @@ impl Llama {
             queue.write_buffer(&self.picker.steps, 0, bytemuck::cast_slice(&steps));
             enc.copy_buffer_to_buffer(&self.picker.ids, slot as u64 * block as u64 * 4, &readbacks[slot], 0, n as u64 * 4);
             queue.submit([enc.finish()]);
+            scope.pop()
         };
-        submit(0);
+        let mut scopes = std::collections::VecDeque::from([submit(0)]);
         let (mut ids, mut stop_reason) = (Vec::new(), StopReason::Length);
         let blocks = max.div_ceil(block);
         for b in 0..blocks {
             if b + 1 < blocks {
-                submit(b + 1);
+                scopes.push_back(submit(b + 1));
             }
+            // (The scope's promise, asked for at submission, has settled by the readback.)
             let read = self.gpu.map_read_with(&readbacks[(b % 2) as usize], bytemuck::pod_collect_to_vec::<u8, u32>).await;
+            let error = match scopes.pop_front() {
+                Some(scope) => scope.await,
+                None => None,
+            };
+            let read = match error {
+                Some(e) => Err(Error::Gpu(e.to_string())),
+                None => read,
+            };
             let got = match read {
                 Ok(got) => got,
                 Err(e) => {
