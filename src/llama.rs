@@ -71,6 +71,9 @@ pub struct Llama {
     /// The next-token pick of [`Llama::generate`].
     picker: Picker,
     disposed: Cell<bool>,
+    /// A [`Llama::generate`] call is under way: its steps own the token ids and the step
+    /// uniform until it returns.
+    generating: Cell<bool>,
 }
 
 /// A submitted forward pass's logits, to be read with [`Gpu::map_read`] and then given back
@@ -261,6 +264,7 @@ impl Llama {
             picker,
             filled: Cell::new(0),
             disposed: Cell::new(false),
+            generating: Cell::new(false),
         })
     }
 
@@ -312,6 +316,9 @@ impl Llama {
     fn validate_span(&self, n: u64, start_pos: u32) -> Result<()> {
         if self.disposed.get() {
             return Err(Error::Disposed);
+        }
+        if self.generating.get() {
+            return Err(Error::Input("a generate call is under way: await it before the next forward or generate".into()));
         }
         if n == 0 {
             return Err(Error::Input("tokens must be a non-empty list of token ids".into()));

@@ -272,6 +272,15 @@ fn bad_options_are_input_errors_naming_the_option() {
             other => panic!("{part}: {other:?}"),
         }
     }
+    // Calls from on_tokens, while generate owns the model's inputs, are refused.
+    let mut refused = Vec::new();
+    block_on(llama.generate(&c.prompt, 0, &greedy(4, 2), &mut |ids| {
+        refused.push(block_on(llama.forward(&ids[..1], 0)).unwrap_err().to_string());
+        true
+    }))
+    .unwrap();
+    assert_eq!(refused.len(), 2);
+    assert!(refused.iter().all(|m| m.contains("a generate call is under way")), "{refused:?}");
     // Still usable.
     assert_eq!(generate(&llama, &c.prompt, 0, &greedy(3, 16)).0.ids, c.greedy[..3]);
 }

@@ -762,6 +762,13 @@ export function blockRecorder(stopAt, controller, abortAt, throwAt) {
   return f;
 }
 export function withKey(o, key, v) { o[key] = v; return o; }
+// onTokens calling llama.forward; `settled()` gives each forward's outcome.
+export function forwardCaller(llama) {
+  const seen = [];
+  const f = () => { seen.push(llama.forward([1], 0).then(() => 'resolved', (e) => e.name + ': ' + e.message)); };
+  f.settled = () => Promise.all(seen);
+  return f;
+}
 export function newAbortController() { return new AbortController(); }
 "#)]
 extern "C" {
@@ -773,6 +780,8 @@ extern "C" {
     fn with_key(o: &JsValue, key: &str, v: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = newAbortController)]
     fn new_abort_controller() -> JsValue;
+    #[wasm_bindgen(js_name = forwardCaller)]
+    fn forward_caller(llama: &JsValue) -> JsValue;
 }
 
 fn json(s: &str) -> JsValue {
@@ -892,6 +901,15 @@ async fn bad_generate_options_reject_with_named_errors() {
         assert_has(&generate(&llama, &prompt, 0, &opts).await.unwrap_err(), want);
     }
     assert_has(&generate(&llama, &[512], 0, &JsValue::UNDEFINED).await.unwrap_err(), "RangeError: token id 512");
+    // A forward while generate runs (from onTokens) rejects.
+    let caller = forward_caller(&llama);
+    generate(&llama, &prompt, 0, &with_key(&json("{\"maxTokens\": 4, \"block\": 2}"), "onTokens", &caller)).await.unwrap();
+    let settled = JsFuture::from(js_call0(&caller, "settled").unwrap().unchecked_into::<js_sys::Promise>()).await.unwrap();
+    let settled: Vec<String> = settled.unchecked_into::<js_sys::Array>().iter().map(|x| x.as_string().unwrap()).collect();
+    assert_eq!(settled.len(), 2);
+    for m in &settled {
+        assert_has(m, "RangeError: a generate call is under way");
+    }
     assert_has(&generate(&llama, &prompt, 20, &JsValue::UNDEFINED).await.unwrap_err(), "RangeError: past the context");
     // The context's end: 16 positions, a 5-token prompt: 12 ids (the last one picked, not fed).
     let (ids, reason) = generate(&llama, &prompt, 0, &json("{\"maxTokens\": 100}")).await.unwrap();

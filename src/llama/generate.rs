@@ -36,11 +36,14 @@ impl Llama {
     /// [`crate::sample::reference_pick`]'s. The repetition penalty changes the step's logits
     /// row in place (the forward pass's scratch, rewritten by every later step or forward).
     ///
-    /// Errors: as [`Llama::validate`]; [`Error::Input`] naming the option
+    /// Errors: as [`Llama::validate`] (which also refuses any call, this one included, while a
+    /// generate call is under way: from `on_tokens`, or in the browser between its blocks); [`Error::Input`] naming the option
     /// ([`GenerateOptions::check`]); [`Error::Gpu`].
     pub async fn generate(&self, tokens: &[u32], start_pos: u32, opts: &GenerateOptions, on_tokens: &mut dyn FnMut(&[u32]) -> bool) -> Result<Generated> {
         self.validate(tokens, start_pos)?;
         opts.check(self.config.vocab)?;
+        // Until it returns (or its future is dropped), other calls are refused.
+        let _busy = Busy::new(&self.generating);
         let given = tokens.len() as u32;
         let max = opts.max_tokens.min(self.config.ctx - start_pos - given + 1);
         let block = opts.block;
@@ -141,5 +144,21 @@ impl Llama {
         self.filled.set(filled);
         self.prepare(filled, Readout::Last);
         Ok(Generated { ids, stop_reason })
+    }
+}
+
+/// Sets a flag for as long as it lives.
+struct Busy<'a>(&'a std::cell::Cell<bool>);
+
+impl<'a> Busy<'a> {
+    fn new(flag: &'a std::cell::Cell<bool>) -> Busy<'a> {
+        flag.set(true);
+        Busy(flag)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
     }
 }

@@ -131,7 +131,9 @@ impl WebLlama {
     ///
     /// Rejects as `forward` does for bad tokens or positions, with a `TypeError` for an option of
     /// the wrong type and a `RangeError` for a bad value (both naming the option), and with
-    /// whatever `onTokens` throws.
+    /// whatever `onTokens` throws. While it runs, its steps own the model's inputs: `forward`,
+    /// `forwardTopK`, `profile` and `generate` called before it settles reject with a
+    /// `RangeError` ("a generate call is under way").
     #[wasm_bindgen(unchecked_return_type = "Promise<Generated>")]
     pub fn generate(
         &self,
