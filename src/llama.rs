@@ -304,6 +304,9 @@ impl Llama {
     }
 
     /// Checks `forward`'s arguments without touching the GPU.
+    ///
+    /// Errors: [`Error::Disposed`]; [`Error::Input`] for a [`Llama::generate`] call under way,
+    /// an empty list, `start_pos + tokens.len() > ctx`, a gap in the cache, an id `>= vocab`.
     pub fn validate(&self, tokens: &[u32], start_pos: u32) -> Result<()> {
         self.validate_span(tokens.len() as u64, start_pos)?;
         if let Some((i, t)) = tokens.iter().enumerate().find(|(_, &t)| t >= self.config.vocab) {

@@ -37,8 +37,8 @@ impl Llama {
     /// row in place (the forward pass's scratch, rewritten by every later step or forward).
     ///
     /// Errors: as [`Llama::validate`] (which also refuses any call, this one included, while a
-    /// generate call is under way: from `on_tokens`, or in the browser between its blocks); [`Error::Input`] naming the option
-    /// ([`GenerateOptions::check`]); [`Error::Gpu`].
+    /// generate call is under way: from `on_tokens`, or in the browser between its blocks);
+    /// [`Error::Input`] naming the option ([`GenerateOptions::check`]); [`Error::Gpu`].
     pub async fn generate(&self, tokens: &[u32], start_pos: u32, opts: &GenerateOptions, on_tokens: &mut dyn FnMut(&[u32]) -> bool) -> Result<Generated> {
         self.validate(tokens, start_pos)?;
         opts.check(self.config.vocab)?;
