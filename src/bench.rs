@@ -44,6 +44,10 @@ pub struct BenchOptions {
     /// the next token is the argmax of the logits (or the first of the top k), a greedy loop.
     /// Not with `top_k` or `copy_logits` ([`run`] rejects them).
     pub random_next: bool,
+    /// Decode through `Llama::generate` in blocks of this many steps (next tokens picked on the
+    /// GPU, greedily, the ids read back once a block) instead of a loop of forwards. Not with
+    /// `top_k`, `copy_logits` or `random_next`.
+    pub generate: Option<u32>,
 }
 
 /// One kernel's share of a profiled batch: the dispatches with the same pipeline label.
@@ -172,6 +176,8 @@ pub struct BenchReport {
     pub copy_logits: bool,
     /// See [`BenchOptions::random_next`].
     pub random_next: bool,
+    /// See [`BenchOptions::generate`].
+    pub generate: Option<u32>,
     /// The kernels hollow, or one of them ([`crate::gpu::Hollow`]): the figures are the step's
     /// floor, or the step without that kernel, not the model's speed.
     pub hollow: crate::gpu::Hollow,
@@ -237,6 +243,7 @@ impl std::fmt::Display for BenchReport {
             "all logits read back, argmax on the CPU over the mapped buffer"
         };
         let readout = match self.top_k {
+            _ if self.generate.is_some() => format!("generate: next tokens picked on the GPU, ids read back every {} steps", self.generate.unwrap_or(0)),
             _ if self.random_next => "all logits read back and mapped, not read; the next token pseudo-random (llama-bench's tg)".to_string(),
             Some(k) => format!("top {k} read back (chosen on the GPU)"),
             None => all.to_string(),
@@ -255,9 +262,12 @@ impl std::fmt::Display for BenchReport {
                 if h == crate::gpu::Hollow::One { "one workgroup a dispatch" } else { "each dispatch over its planned grid" }
             )?,
         }
-        writeln!(f, "CPU record+submit per decoded token: {:.3} ms ({:.3} ms of it recording the next step ahead)", self.encode_ms, self.ahead_ms)?;
-        writeln!(f, "decoded tokens with their inputs staged: {} of {}", self.staged.0, self.staged.1)?;
-        writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
+        // (generate's steps are neither submitted nor read one by one.)
+        if self.generate.is_none() {
+            writeln!(f, "CPU record+submit per decoded token: {:.3} ms ({:.3} ms of it recording the next step ahead)", self.encode_ms, self.ahead_ms)?;
+            writeln!(f, "decoded tokens with their inputs staged: {} of {}", self.staged.0, self.staged.1)?;
+            writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
+        }
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
         // (Hollow kernels read no bytes: a bandwidth would mean nothing.)
         let read = self.hollow == crate::gpu::Hollow::Off;
@@ -333,6 +343,9 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     if opts.random_next && (opts.top_k.is_some() || opts.copy_logits) {
         return Err(crate::error::Error::Input("random_next (llama-bench's tg) reads all logits back and maps them: not with top_k or copy_logits".into()));
     }
+    if opts.generate.is_some() && (opts.top_k.is_some() || opts.copy_logits || opts.random_next) {
+        return Err(crate::error::Error::Input("generate picks the next token on the GPU: not with top_k, copy_logits or random_next".into()));
+    }
     let need = opts.depth + opts.prompt + opts.gen;
     let ctx = opts.ctx.unwrap_or(need).max(need);
     let t0 = Instant::now();
@@ -370,7 +383,12 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         let t = Instant::now();
         let (mut encode, mut wait, mut pick, mut ahead) = (0.0, 0.0, 0.0, 0.0);
         let staged0 = llama.staged_steps().0;
-        for i in 0..opts.gen {
+        if let Some(block) = opts.generate {
+            // The same `gen` one-token steps, the first fed `next`, chained on the GPU.
+            let g = crate::sample::GenerateOptions { max_tokens: opts.gen.max(1), block, ..Default::default() };
+            llama.generate(&[next], opts.depth + prompt.len() as u32, &g, &mut |_| true).await?;
+        }
+        for i in 0..opts.gen * u32::from(opts.generate.is_none()) {
             // forward() split in two, to time the CPU side of a token on its own.
             let (te, p0) = (Instant::now(), llama.prepare_seconds());
             let pos = opts.depth + prompt.len() as u32 + i;
@@ -448,6 +466,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         staged,
         copy_logits: opts.copy_logits,
         random_next: opts.random_next,
+        generate: opts.generate,
         hollow: gpu.tuning().hollow,
         dispatches_per_token: llama.dispatches_per_token(),
         weight_bytes_per_token: weight_bytes_per_token(g, &llama.config),

@@ -69,11 +69,15 @@ pub enum Kernel {
     AttentionTiled,
     /// A batch's activations as f16 halves (hi + lo), the matrix-unit matmul's input.
     Split,
+    /// The repetition penalty of a generation step, on its logits in place ([`crate::sample`]).
+    Penalty,
+    /// The next token of a generation step, from the top-k candidates ([`crate::sample`]).
+    Pick,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 23] = [
+    pub const ALL: [Kernel; 25] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -97,6 +101,8 @@ impl Kernel {
         Kernel::Quantize,
         Kernel::AttentionTiled,
         Kernel::Split,
+        Kernel::Penalty,
+        Kernel::Pick,
     ];
 
     /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
@@ -125,6 +131,8 @@ impl Kernel {
             Kernel::Quantize => include_str!("../shaders/quantize.wgsl"),
             Kernel::AttentionTiled => include_str!("../shaders/attention_tiled.wgsl"),
             Kernel::Split => include_str!("../shaders/split.wgsl"),
+            Kernel::Penalty => include_str!("../shaders/penalty.wgsl"),
+            Kernel::Pick => include_str!("../shaders/pick.wgsl"),
         }
     }
 
@@ -154,6 +162,8 @@ impl Kernel {
             Kernel::Quantize => "quantize",
             Kernel::AttentionTiled => "attention_tiled",
             Kernel::Split => "split",
+            Kernel::Penalty => "penalty",
+            Kernel::Pick => "pick",
         }
     }
 
@@ -905,6 +915,10 @@ pub fn compose(key: &PipelineKey) -> String {
     }
     if matches!(key.kernel, Kernel::AttentionDecode | Kernel::AttentionDecodeWide) {
         s += &unroll(include_str!("../shaders/attention_decode_io.wgsl"), &consts(key));
+        s += "\n";
+    }
+    if matches!(key.kernel, Kernel::Penalty | Kernel::Pick) {
+        s += include_str!("../shaders/gen.wgsl");
         s += "\n";
     }
     if matches!(key.kernel, Kernel::MatmulCoop | Kernel::Split) {

@@ -5,7 +5,7 @@
 //! Layers, each using only the ones before it: [`gguf`] (container) -> [`ggml`] (tensor types,
 //! CPU dequantisation) -> [`config`] (hyperparameters) -> [`gpu`] (device, kernels) ->
 //! [`kernels`] (WGSL, pipeline keys) -> [`weights`] (upload; [`repack`]) -> [`program`] (batched ops:
-//! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward; a decode step's inputs through [`inputs`]). [`reference`](mod@reference) is a plain-Rust
+//! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward; a decode step's inputs through [`inputs`]; `generate`, its next token picked on the GPU by [`sample`]). [`reference`](mod@reference) is a plain-Rust
 //! f64 forward pass used to check the GPU.
 //!
 //! # Native use
@@ -15,7 +15,7 @@
 //! float64 reference):
 //!
 //! ```
-//! use webgpu_llama::{topk::argmax, Gguf, Gpu, Llama, LoadOptions};
+//! use webgpu_llama::{topk::argmax, GenerateOptions, Gguf, Gpu, Llama, LoadOptions};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let bytes = std::fs::read("../shared/models/stories260K.gguf")?;
 //! let gpu = pollster::block_on(Gpu::native(false))?; // Vulkan, Metal or DX12
@@ -31,6 +31,11 @@
 //!     logits = pollster::block_on(llama.forward(&[next], pos))?; // one token at `pos`
 //! }
 //! assert_eq!(logits.len(), llama.config.vocab as usize);
+//! // The same ids with the GPU picking each next token and feeding it to the next step itself,
+//! // the ids read back 16 steps at a time (`Llama::generate`).
+//! let opts = GenerateOptions { max_tokens: 8, ..Default::default() };
+//! let generated = pollster::block_on(llama.generate(&prompt, 0, &opts, &mut |_block| true))?;
+//! assert_eq!(generated.ids, ids);
 //! # Ok(())
 //! # }
 //! ```
@@ -56,6 +61,7 @@ pub mod quantize;
 pub mod reference;
 pub mod repack;
 pub mod rope;
+pub mod sample;
 pub mod split;
 pub mod synth;
 pub mod topk;
@@ -69,3 +75,4 @@ pub use error::{Error, Result};
 pub use gguf::Gguf;
 pub use gpu::Gpu;
 pub use llama::{Llama, LoadOptions};
+pub use sample::{GenerateOptions, Generated, Sampler, StopReason};

@@ -14,8 +14,11 @@ use crate::gpu::Gpu;
 use crate::inputs::StepInputs;
 use crate::linear::{quant_out, Fuse, Io, QuantNext, MATVEC_TOKENS};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
+use crate::sample::Picker;
 use crate::topk::TopK;
 use crate::weights::{Ffn, Progress, TensorSource, Weights};
+
+mod generate;
 
 /// Default tokens per batch (prefill chunk).
 pub const DEFAULT_BATCH: u32 = 512;
@@ -65,7 +68,12 @@ pub struct Llama {
     /// CPU seconds spent recording steps ahead ([`Llama::prepare`]), for the benchmark.
     prepare_s: Cell<f64>,
     topk: TopK,
+    /// The next-token pick of [`Llama::generate`].
+    picker: Picker,
     disposed: Cell<bool>,
+    /// A [`Llama::generate`] call is under way: its steps own the token ids and the step
+    /// uniform until it returns.
+    generating: Cell<bool>,
 }
 
 /// A submitted forward pass's logits, to be read with [`Gpu::map_read`] and then given back
@@ -233,6 +241,7 @@ impl Llama {
         b.head(&weights.output, &xn, d, &logits, cfg.vocab, Some((&x, &weights.out_norm, cfg.eps)));
 
         let topk = TopK::build(&mut b, &logits, cfg.vocab);
+        let picker = Picker::build(&mut b, &logits, &tokens, &topk, cfg.ctx);
         let Builder { program, setup, buffers, step, .. } = b;
         gpu.check()?;
         Ok(Llama {
@@ -252,8 +261,10 @@ impl Llama {
             inputs: StepInputs::new(&gpu.device),
             prepare_s: Cell::new(0.0),
             topk,
+            picker,
             filled: Cell::new(0),
             disposed: Cell::new(false),
+            generating: Cell::new(false),
         })
     }
 
@@ -293,6 +304,9 @@ impl Llama {
     }
 
     /// Checks `forward`'s arguments without touching the GPU.
+    ///
+    /// Errors: [`Error::Disposed`]; [`Error::Input`] for a [`Llama::generate`] call under way,
+    /// an empty list, `start_pos + tokens.len() > ctx`, a gap in the cache, an id `>= vocab`.
     pub fn validate(&self, tokens: &[u32], start_pos: u32) -> Result<()> {
         self.validate_span(tokens.len() as u64, start_pos)?;
         if let Some((i, t)) = tokens.iter().enumerate().find(|(_, &t)| t >= self.config.vocab) {
@@ -305,6 +319,9 @@ impl Llama {
     fn validate_span(&self, n: u64, start_pos: u32) -> Result<()> {
         if self.disposed.get() {
             return Err(Error::Disposed);
+        }
+        if self.generating.get() {
+            return Err(Error::Input("a generate call is under way: await it before the next forward or generate".into()));
         }
         if n == 0 {
             return Err(Error::Input("tokens must be a non-empty list of token ids".into()));

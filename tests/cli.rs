@@ -62,3 +62,23 @@ fn run_past_the_context_fails_before_the_load() {
     let (ok, out) = cli(&["run", m, "--tokens", "1,2,3,4,5", "--ctx", "14", "-n", "10"]);
     assert!(ok && out.contains("greedy ids: "), "{out}");
 }
+
+/// `run --generate` (the continuation through `Llama::generate`, ids read back a block at a
+/// time) prints the same greedy ids as `run`'s loop of forwards, which are the reference's.
+#[test]
+fn run_generate_prints_the_same_ids_as_run() {
+    let c = case("stories260K-f32");
+    let model = model_path(&c.model);
+    let tokens = c.prompt.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",");
+    let ids = |extra: &[&str]| {
+        let (ok, out) = cli(&[&["run", model.to_str().unwrap(), "--tokens", &tokens, "-n", "20"], extra].concat());
+        assert!(ok, "{out}");
+        out.lines().find_map(|l| l.strip_prefix("greedy ids: ").map(String::from)).unwrap_or_else(|| panic!("no greedy ids: {out}"))
+    };
+    let want = c.greedy.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",");
+    assert_eq!(ids(&[]), want);
+    assert_eq!(ids(&["--generate", "--block", "3"]), want);
+    // A sampler flag prints sampled ids instead.
+    let (ok, out) = cli(&["run", model.to_str().unwrap(), "--tokens", &tokens, "-n", "8", "--temperature", "1", "--seed", "3"]);
+    assert!(ok && out.contains("sampled ids: ") && out.contains("generate: 8 ids"), "{out}");
+}

@@ -738,3 +738,181 @@ async fn an_aborted_load_rejects_with_the_signals_reason() {
     assert_eq!(forward(&llama, &[1], 0).await.unwrap().len(), 512);
     js_call0(&llama, "dispose").unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// generate
+
+#[wasm_bindgen(inline_js = r#"
+export function jsGenerate(llama, tokens, pos, opts) {
+  try { return llama.generate(tokens, pos, opts); }
+  catch (e) { return Promise.reject(new Error('SYNC THROW: ' + (e && e.message))); }
+}
+// onTokens recording each block (as a plain array); returns false at block `stopAt` (never when
+// < 0); aborts `controller` at block `abortAt`; throws at block `throwAt`.
+export function blockRecorder(stopAt, controller, abortAt, throwAt) {
+  const blocks = [];
+  const f = (ids) => {
+    if (!(ids instanceof Int32Array)) throw new Error('onTokens got ' + Object.prototype.toString.call(ids));
+    blocks.push(Array.from(ids));
+    if (blocks.length === abortAt) controller.abort();
+    if (blocks.length === throwAt) throw new TypeError('thrown by onTokens');
+    return blocks.length === stopAt ? false : undefined;
+  };
+  f.blocks = blocks;
+  return f;
+}
+export function withKey(o, key, v) { o[key] = v; return o; }
+// onTokens calling llama.forward; `settled()` gives each forward's outcome.
+export function forwardCaller(llama) {
+  const seen = [];
+  const f = () => { seen.push(llama.forward([1], 0).then(() => 'resolved', (e) => e.name + ': ' + e.message)); };
+  f.settled = () => Promise.all(seen);
+  return f;
+}
+export function newAbortController() { return new AbortController(); }
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = jsGenerate)]
+    fn js_generate(llama: &JsValue, tokens: &JsValue, pos: &JsValue, opts: &JsValue) -> js_sys::Promise;
+    #[wasm_bindgen(js_name = blockRecorder)]
+    fn block_recorder(stop_at: i32, controller: &JsValue, abort_at: i32, throw_at: i32) -> JsValue;
+    #[wasm_bindgen(js_name = withKey)]
+    fn with_key(o: &JsValue, key: &str, v: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = newAbortController)]
+    fn new_abort_controller() -> JsValue;
+    #[wasm_bindgen(js_name = forwardCaller)]
+    fn forward_caller(llama: &JsValue) -> JsValue;
+}
+
+fn json(s: &str) -> JsValue {
+    js_sys::JSON::parse(s).unwrap()
+}
+
+/// `llama.generate(tokens, pos, opts)`: the ids and the stop reason.
+async fn generate(llama: &JsValue, tokens: &[u32], pos: u32, opts: &JsValue) -> Result<(Vec<u32>, String), String> {
+    let g = settle(js_generate(llama, &toks(tokens), &pos.into(), opts)).await?;
+    let ids = js_get(&g, "ids").dyn_into::<js_sys::Int32Array>().expect("ids is an Int32Array").to_vec();
+    Ok((ids.iter().map(|&x| x as u32).collect(), js_get(&g, "stopReason").as_string().unwrap()))
+}
+
+fn recorded(f: &JsValue) -> Vec<Vec<u32>> {
+    let blocks: js_sys::Array = js_get(f, "blocks").unchecked_into();
+    blocks.iter().map(|b| b.unchecked_into::<js_sys::Array>().iter().map(|x| x.as_f64().unwrap() as u32).collect()).collect()
+}
+
+/// Greedy `generate` gives the `forward` loop's ids (the reference's); `onTokens` gets them in
+/// blocks; a stop id ends it and the cache goes on from there (the reference's row); `onTokens`
+/// returning false and an aborted signal give 'abort'; a sampler's draws are the CPU
+/// reference's on the replayed logits, and the same seed gives the same ids.
+#[wasm_bindgen_test]
+async fn generate_matches_the_forward_loop_streams_blocks_and_stops() {
+    let dev = device(true).await;
+    let llama = load(&dev, &F32, None).await;
+    let (prompt, want) = (F32.prompt(), F32.greedy());
+    let (p, n) = (prompt.len(), want.len());
+    let mut logits = forward(&llama, &prompt, 0).await.unwrap();
+    let mut looped = Vec::new();
+    for j in 0..n {
+        looped.push(argmax(&logits));
+        if j + 1 < n {
+            logits = forward(&llama, &[looped[j]], (p + j) as u32).await.unwrap();
+        }
+    }
+    assert_eq!(looped, want, "the forward loop against the reference");
+
+    let rec = block_recorder(-1, &JsValue::NULL, -1, -1);
+    let opts = with_key(&json(&format!("{{\"maxTokens\": {n}, \"block\": 3}}")), "onTokens", &rec);
+    let (ids, reason) = generate(&llama, &prompt, 0, &opts).await.unwrap();
+    assert_eq!((ids.clone(), reason.as_str()), (looped.clone(), "length"), "generate against the forward loop");
+    let blocks = recorded(&rec);
+    assert_eq!(blocks.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3, 3, 3, 3, 3, 2]);
+    assert_eq!(blocks.concat(), ids, "onTokens's blocks");
+
+    // A stop id (its first occurrence at j), then the next forward from the cache.
+    let j = (4..n - 1).find(|&j| !want[..j].contains(&want[j])).unwrap();
+    let (ids, reason) = generate(&llama, &prompt, 0, &json(&format!("{{\"stopIds\": [{}], \"maxTokens\": 20, \"block\": 4}}", want[j]))).await.unwrap();
+    assert_eq!((ids.as_slice(), reason.as_str()), (&want[..=j], "stop"));
+    let row = forward(&llama, &[want[j]], (p + j) as u32).await.unwrap();
+    let e = max_abs(&row, &F32.row(p + j));
+    assert!(e <= TOLERANCE, "the row after the stop differs by {e}");
+
+    // onTokens returning false at block 2; a signal aborted at block 1.
+    let rec = block_recorder(2, &JsValue::NULL, -1, -1);
+    let (ids, reason) = generate(&llama, &prompt, 0, &with_key(&json("{\"maxTokens\": 20, \"block\": 4}"), "onTokens", &rec)).await.unwrap();
+    assert_eq!((ids.as_slice(), reason.as_str()), (&want[..8], "abort"));
+    let controller = new_abort_controller();
+    let rec = block_recorder(-1, &controller, 1, -1);
+    let opts = with_key(&with_key(&json("{\"maxTokens\": 20, \"block\": 5}"), "onTokens", &rec), "signal", &js_get(&controller, "signal"));
+    let (ids, reason) = generate(&llama, &prompt, 0, &opts).await.unwrap();
+    assert_eq!((ids.as_slice(), reason.as_str()), (&want[..5], "abort"));
+    // An exception in onTokens rejects with it.
+    let rec = block_recorder(-1, &JsValue::NULL, -1, 1);
+    let m = generate(&llama, &prompt, 0, &with_key(&json("{\"maxTokens\": 8, \"block\": 2}"), "onTokens", &rec)).await.unwrap_err();
+    assert_has(&m, "TypeError: thrown by onTokens");
+
+    // A sampler, replayed through forward against the CPU reference.
+    let opts =
+        json("{\"maxTokens\": 12, \"sampler\": {\"temperature\": 1.2, \"topK\": 0, \"topP\": 0.9, \"minP\": 0.02, \"repeatPenalty\": 1.3, \"seed\": 9}}");
+    let (ids, _) = generate(&llama, &prompt, 0, &opts).await.unwrap();
+    assert_eq!(generate(&llama, &prompt, 0, &opts).await.unwrap().0, ids, "the same seed, the same ids");
+    let s = webgpu_llama::Sampler { temperature: 1.2, top_k: 0, top_p: 0.9, min_p: 0.02, repeat_penalty: 1.3, repeat_window: 64, seed: 9 };
+    let mut seq = prompt.clone();
+    let mut logits = forward(&llama, &prompt, 0).await.unwrap();
+    let mut ambiguous = 0;
+    for (i, &id) in ids.iter().enumerate() {
+        let (want, margin) = webgpu_llama::sample::reference_pick(&logits, &seq[seq.len().saturating_sub(64)..], &s, (p - 1 + i) as u32);
+        if margin < 1e-4 {
+            ambiguous += 1;
+        } else {
+            assert_eq!(id, want, "sampled id {i}");
+        }
+        seq.push(id);
+        logits = forward(&llama, &[id], (p + i) as u32).await.unwrap();
+    }
+    assert!(ambiguous <= 1, "{ambiguous} ambiguous draws");
+    js_call0(&llama, "dispose").unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn bad_generate_options_reject_with_named_errors() {
+    let dev = device(true).await;
+    let llama = load(&dev, &Q8_0, Some(16)).await;
+    let prompt = Q8_0.prompt();
+    let cases: Vec<(JsValue, &str)> = vec![
+        ("x".into(), "TypeError: options must be an object, got the string \"x\""),
+        (json("{\"maxTokens\": 0}"), "RangeError: options.maxTokens must be an integer from 1"),
+        (json("{\"maxTokens\": \"3\"}"), "TypeError: options.maxTokens must be an integer"),
+        (json("{\"block\": 0}"), "RangeError: options.block must be an integer from 1 to 256, got 0"),
+        (json("{\"block\": 2.5}"), "RangeError: options.block"),
+        (json("{\"stopIds\": [512]}"), "RangeError: options.stopIds: token id 512 at index 0 is out of range"),
+        (json("{\"stopIds\": 5}"), "TypeError: options.stopIds"),
+        (json("{\"onTokens\": 3}"), "TypeError: options.onTokens must be a function"),
+        (json("{\"signal\": {}}"), "TypeError: options.signal must be an AbortSignal"),
+        (json("{\"sampler\": 1}"), "TypeError: options.sampler must be an object"),
+        (json("{\"sampler\": {\"temperature\": -1}}"), "RangeError: sampler.temperature must be a finite number >= 0"),
+        (json("{\"sampler\": {\"topP\": 0}}"), "RangeError: sampler.topP must be in (0, 1]"),
+        (json("{\"sampler\": {\"minP\": 1}}"), "RangeError: sampler.minP must be in [0, 1)"),
+        (json("{\"sampler\": {\"topK\": 129}}"), "RangeError: sampler.topK must be an integer from 0 to 128"),
+        (json("{\"sampler\": {\"repeatPenalty\": 0}}"), "RangeError: sampler.repeatPenalty"),
+        (json("{\"sampler\": {\"seed\": -1}}"), "RangeError: sampler.seed"),
+        (json("{\"sampler\": {\"minP\": \"x\"}}"), "TypeError: sampler.minP must be a number"),
+    ];
+    for (opts, want) in cases {
+        assert_has(&generate(&llama, &prompt, 0, &opts).await.unwrap_err(), want);
+    }
+    assert_has(&generate(&llama, &[512], 0, &JsValue::UNDEFINED).await.unwrap_err(), "RangeError: token id 512");
+    // A forward while generate runs (from onTokens) rejects.
+    let caller = forward_caller(&llama);
+    generate(&llama, &prompt, 0, &with_key(&json("{\"maxTokens\": 4, \"block\": 2}"), "onTokens", &caller)).await.unwrap();
+    let settled = JsFuture::from(js_call0(&caller, "settled").unwrap().unchecked_into::<js_sys::Promise>()).await.unwrap();
+    let settled: Vec<String> = settled.unchecked_into::<js_sys::Array>().iter().map(|x| x.as_string().unwrap()).collect();
+    assert_eq!(settled.len(), 2);
+    for m in &settled {
+        assert_has(m, "RangeError: a generate call is under way");
+    }
+    assert_has(&generate(&llama, &prompt, 20, &JsValue::UNDEFINED).await.unwrap_err(), "RangeError: past the context");
+    // The context's end: 16 positions, a 5-token prompt: 12 ids (the last one picked, not fed).
+    let (ids, reason) = generate(&llama, &prompt, 0, &json("{\"maxTokens\": 100}")).await.unwrap();
+    assert_eq!((ids.as_slice(), reason.as_str()), (&Q8_0.greedy()[..12], "length"));
+    js_call0(&llama, "dispose").unwrap();
+}

@@ -1,6 +1,8 @@
 //! The native door: run a GGUF on a prompt of token ids, or print what a GGUF holds.
 //!
-//! `webgpu-llama run MODEL.gguf --tokens 1,2,3 [-n 20] [--ctx N] [--kv f32|f16] [--dump-logits FILE]`
+//! `webgpu-llama run MODEL.gguf --tokens 1,2,3 [-n 20] [--ctx N] [--kv f32|f16] [--dump-logits FILE]
+//! [--generate [--block K]] [--temperature T --top-k K --top-p P --min-p P --repeat-penalty R
+//! --repeat-window N --seed S]`
 //! `webgpu-llama info MODEL.gguf`
 
 #![cfg_attr(target_arch = "wasm32", allow(unused))]
@@ -15,7 +17,7 @@ mod cli {
     use std::time::Instant;
 
     use clap::{Parser, Subcommand};
-    use webgpu_llama::{gguf::ByteSource, vocab::Vocab, weights::TensorSource, Config, Gguf, Gpu, KvType, Llama, LoadOptions};
+    use webgpu_llama::{gguf::ByteSource, vocab::Vocab, weights::TensorSource, Config, GenerateOptions, Gguf, Gpu, KvType, Llama, LoadOptions, Sampler};
 
     #[derive(Parser)]
     #[command(name = "webgpu-llama", about = "LLaMA / Mixtral GGUF forward pass on the GPU (wgpu)")]
@@ -48,6 +50,8 @@ mod cli {
             /// Create the device with WebGPU's default limits (128 MiB per storage binding).
             #[arg(long)]
             default_limits: bool,
+            #[command(flatten)]
+            generation: Generation,
             #[command(flatten)]
             choices: Choices,
         },
@@ -98,6 +102,10 @@ mod cli {
             /// --top-k or --copy-logits).
             #[arg(long)]
             random_next: bool,
+            /// Decode through Llama::generate, ids read back every K steps (next tokens picked
+            /// greedily on the GPU; not with --top-k, --copy-logits or --random-next).
+            #[arg(long, value_name = "K")]
+            generate: Option<u32>,
             /// Also measure the device's read bandwidth (`shaders/stream.wgsl`, 1 GiB read 32
             /// times, median of 5 passes) and print the decode's weight reads as a share of it.
             #[arg(long)]
@@ -124,6 +132,58 @@ mod cli {
             /// The GGUF file.
             model: String,
         },
+    }
+
+    /// `run --generate`: the continuation through `Llama::generate` (next tokens picked on the
+    /// GPU, ids read back once a block), greedy or with a sampler (llama.cpp's defaults for the
+    /// values not given).
+    #[derive(clap::Args)]
+    struct Generation {
+        /// Generate through Llama::generate instead of a loop of forwards (implied by a sampler flag).
+        #[arg(long)]
+        generate: bool,
+        /// Steps between readbacks of the ids.
+        #[arg(long, default_value_t = 16)]
+        block: u32,
+        /// Sampling temperature (0: greedy).
+        #[arg(long)]
+        temperature: Option<f32>,
+        /// Candidates kept (0: the 128 likeliest).
+        #[arg(long)]
+        top_k: Option<u32>,
+        /// Nucleus mass kept, in (0, 1].
+        #[arg(long)]
+        top_p: Option<f32>,
+        /// Minimum probability relative to the likeliest, in [0, 1).
+        #[arg(long)]
+        min_p: Option<f32>,
+        /// Repetition penalty (1: off).
+        #[arg(long)]
+        repeat_penalty: Option<f32>,
+        /// Ids the repetition penalty looks back over.
+        #[arg(long)]
+        repeat_window: Option<u32>,
+        /// Seed of the draws.
+        #[arg(long)]
+        seed: Option<u32>,
+    }
+
+    impl Generation {
+        /// The sampler the flags ask for (`None`: greedy).
+        fn sampler(&self) -> Option<Sampler> {
+            let flags = [self.temperature, self.top_p, self.min_p, self.repeat_penalty].iter().any(Option::is_some)
+                || [self.top_k, self.repeat_window, self.seed].iter().any(Option::is_some);
+            let d = Sampler::default();
+            flags.then(|| Sampler {
+                temperature: self.temperature.unwrap_or(d.temperature),
+                top_k: self.top_k.unwrap_or(d.top_k),
+                top_p: self.top_p.unwrap_or(d.top_p),
+                min_p: self.min_p.unwrap_or(d.min_p),
+                repeat_penalty: self.repeat_penalty.unwrap_or(d.repeat_penalty),
+                repeat_window: self.repeat_window.unwrap_or(d.repeat_window),
+                seed: self.seed.unwrap_or(d.seed),
+            })
+        }
     }
 
     /// Kernel choices (defaults: the device's policy, `gpu::Tuning`).
@@ -534,6 +594,7 @@ mod cli {
                 top_k,
                 copy_logits,
                 random_next,
+                generate,
                 stream,
                 choices,
             } => {
@@ -541,7 +602,8 @@ mod cli {
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
                 let g = Gguf::parse(bytes.as_slice())?;
-                let opts = webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits, random_next };
+                let opts =
+                    webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits, random_next, generate };
                 let report = webgpu_llama::bench::run(&gpu, &g, &bytes, &opts).await?;
                 if json {
                     println!("{}", report.to_json());
@@ -581,7 +643,7 @@ mod cli {
                 println!("wrote {out} ({} bytes, {shape} {ty}) in {:.1} s", std::fs::metadata(&out)?.len(), t.elapsed().as_secs_f64());
                 Ok(())
             }
-            Cmd::Run { model, tokens, n, ctx, kv, dump_logits, default_limits, choices } => {
+            Cmd::Run { model, tokens, n, ctx, kv, dump_logits, default_limits, generation, choices } => {
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
@@ -637,18 +699,28 @@ mod cli {
                 }
                 let mut out = Vec::new();
                 let t2 = Instant::now();
-                for i in 0..n {
-                    let next = webgpu_llama::topk::argmax(&logits);
-                    out.push(next);
-                    if i + 1 < n {
-                        logits = llama.forward(&[next], tokens.len() as u32 + i).await?;
+                let sampler = generation.sampler();
+                if generation.generate || sampler.is_some() {
+                    // (The prompt again, from position 0: generate prefills it itself.)
+                    let opts = GenerateOptions { max_tokens: n, sampler, stop_ids: Vec::new(), block: generation.block };
+                    out = llama.generate(&tokens, 0, &opts, &mut |_| true).await?.ids;
+                } else {
+                    for i in 0..n {
+                        let next = webgpu_llama::topk::argmax(&logits);
+                        out.push(next);
+                        if i + 1 < n {
+                            logits = llama.forward(&[next], tokens.len() as u32 + i).await?;
+                        }
                     }
                 }
                 let decode = t2.elapsed().as_secs_f64();
-                println!("greedy ids: {}", out.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
-                println!("greedy text: {:?}", text(&out));
+                let kind = if sampler.is_some() { "sampled" } else { "greedy" };
+                println!("{kind} ids: {}", out.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+                println!("{kind} text: {:?}", text(&out));
                 println!("prefill: {} tokens in {:.3} s = {:.1} tok/s", tokens.len(), prefill, tokens.len() as f64 / prefill);
-                if n > 1 {
+                if generation.generate || sampler.is_some() {
+                    println!("generate: {} ids in {:.3} s (its prefill included) = {:.1} tok/s", out.len(), decode, out.len() as f64 / decode);
+                } else if n > 1 {
                     println!("decode: {} tokens in {:.3} s = {:.1} tok/s", n - 1, decode, (n - 1) as f64 / decode);
                 }
                 if let Some(path) = dump_logits {

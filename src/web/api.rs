@@ -121,6 +121,58 @@ export interface TopK {
   logits: Float32Array;
 }
 
+/** generate's sampler, llama.cpp's chain in its order: repetition penalty -> top-k -> top-p ->
+ * min-p -> temperature -> draw. Every field is optional; the defaults are llama.cpp's. A value of
+ * the wrong type rejects with a TypeError, one out of range with a RangeError naming it. */
+export interface Sampler {
+  /** Divides the logits before the draw (default 0.8); 0 picks the likeliest token. */
+  temperature?: number;
+  /** Candidates kept: the topK likeliest (default 40), an integer from 0 to 128; 0 keeps the 128
+   * likeliest (candidates are never more than 128). */
+  topK?: number;
+  /** Keeps the smallest set of the likeliest candidates whose probability reaches topP (at
+   * temperature 1), in (0, 1] (default 0.95; 1 keeps all). */
+  topP?: number;
+  /** Keeps candidates at least minP times as likely as the likeliest, in [0, 1) (default 0.05). */
+  minP?: number;
+  /** Logits of ids in the window divided by it (multiplied when negative), once per id; > 0
+   * (default 1: off). */
+  repeatPenalty?: number;
+  /** The window: the last repeatWindow ids of the given tokens then the generated ones (default 64). */
+  repeatWindow?: number;
+  /** Seeds the draws (an integer from 0 to 2^32 - 1, default 0): the draw of a step depends on
+   * the seed and the step's position only, so the same call gives the same ids. */
+  seed?: number;
+}
+
+/** Why generate ended. */
+export type StopReason = 'stop' | 'length' | 'abort';
+
+/** Options for generate. */
+export interface GenerateOptions {
+  /** Ids to generate at most (default 16); fewer where the context ends ('length'). */
+  maxTokens?: number;
+  /** Sampling; greedy (the likeliest id, the lower of equal logits) when omitted or with
+   * temperature 0. */
+  sampler?: Sampler;
+  /** Generation stops at the first of these it picks (included in ids: 'stop'). */
+  stopIds?: ArrayLike<number>;
+  /** Called with each block's ids as they arrive; returning false stops ('abort'); a throw
+   * rejects generate with it. */
+  onTokens?: (ids: Int32Array) => void | boolean;
+  /** Checked between blocks: once aborted, generate resolves with 'abort'. */
+  signal?: AbortSignal;
+  /** Steps run on the GPU between readbacks of their ids, an integer from 1 to 256 (default 16). */
+  block?: number;
+}
+
+/** generate's result. */
+export interface Generated {
+  /** The generated ids (a stop id last when stopReason is 'stop'). */
+  ids: Int32Array;
+  stopReason: StopReason;
+}
+
 /** Llama.stagedSteps: how the one-token forwards' steps recorded ahead got their inputs. */
 export interface StagedSteps {
   /** Steps whose token id and position came from the mapped staging buffer. */
@@ -240,7 +292,7 @@ fn lost_error(watch: &JsValue) -> Option<JsValue> {
 
 /// After a failure: the `DeviceLostError` if the device turns out to be lost (checked after one
 /// event-loop turn, as `GPUDevice.lost` may settle just after the failed call), else `e`.
-async fn or_lost(watch: &JsValue, e: JsValue) -> JsValue {
+pub(crate) async fn or_lost(watch: &JsValue, e: JsValue) -> JsValue {
     if let Some(l) = lost_error(watch) {
         return l;
     }
@@ -252,7 +304,7 @@ pub(crate) fn get(target: &JsValue, key: &str) -> JsValue {
     js_sys::Reflect::get(target, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-fn object(entries: &[(&str, JsValue)]) -> JsValue {
+pub(crate) fn object(entries: &[(&str, JsValue)]) -> JsValue {
     let o = js_sys::Object::new();
     for (k, v) in entries {
         let _ = js_sys::Reflect::set(&o, &JsValue::from_str(k), v);
@@ -261,7 +313,7 @@ fn object(entries: &[(&str, JsValue)]) -> JsValue {
 }
 
 /// A token list from JS: an array or typed array of integer numbers `0 <= id < vocab`.
-fn tokens_from_js(v: &JsValue, vocab: u32) -> Result<Vec<u32>, Error> {
+pub(crate) fn tokens_from_js(v: &JsValue, vocab: u32) -> Result<Vec<u32>, Error> {
     let array_like = js_sys::Array::is_array(v) || (js_sys::ArrayBuffer::is_view(v) && !v.is_instance_of::<js_sys::DataView>());
     if !array_like {
         return Err(Error::InvalidType(format!("tokens must be an array (or typed array) of token ids, got {}", describe(v))));
@@ -297,7 +349,7 @@ fn top_k_from_js(v: &JsValue) -> Result<u32, Error> {
     }
 }
 
-fn position_from_js(v: &JsValue) -> Result<u32, Error> {
+pub(crate) fn position_from_js(v: &JsValue) -> Result<u32, Error> {
     let msg = || format!("startPos must be a non-negative integer, got {}", describe(v));
     match v.as_f64() {
         Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 => Ok(x as u32),
@@ -398,18 +450,18 @@ fn gpu_error(e: wgpu::Error) -> Error {
     Error::Gpu(e.to_string())
 }
 
-struct State {
-    llama: Llama,
+pub(crate) struct State {
+    pub(crate) llama: Llama,
     config: JsValue,
     vocab: Option<Vocab>,
     /// `{ info }` from [`glue::watch_lost`] on the device.
-    lost: JsValue,
+    pub(crate) lost: JsValue,
 }
 
 /// A model loaded on the host's GPUDevice (JS class `Llama`, made by `createLlama`).
 #[wasm_bindgen(js_name = Llama)]
 pub struct WebLlama {
-    state: Rc<State>,
+    pub(crate) state: Rc<State>,
 }
 
 /// Loads a llama GGUF onto the host page's `GPUDevice` (JS: `createLlama(device, source,
@@ -770,7 +822,7 @@ impl WebLlama {
 impl WebLlama {
     /// The model's state for a call (after the panic hook is installed), or the rejected promise
     /// to return once the device is lost or after `dispose()` (in that order).
-    fn live(&self) -> Result<Rc<State>, js_sys::Promise> {
+    pub(crate) fn live(&self) -> Result<Rc<State>, js_sys::Promise> {
         install();
         if let Some(e) = lost_error(&self.state.lost) {
             return Err(js_sys::Promise::reject(&e));

@@ -4,7 +4,7 @@
 // declares them: @webgpu/types beside it would declare them twice); TypeScript 5 and earlier get
 // index-webgpu-types.d.ts instead (package.json's `types@<6` condition and `typesVersions`).
 export { createLlama, readMetadata, testMatvecQ8, wasmMemoryBytes, Llama } from './webgpu_llama.js';
-export type { KvType, LlamaConfig, LoadOptions, LoadProgress, MatvecQ8Result, ModelSource, Profile, StagedSteps, TopK } from './webgpu_llama.js';
+export type { GenerateOptions, Generated, KvType, LlamaConfig, LoadOptions, LoadProgress, MatvecQ8Result, ModelSource, Profile, Sampler, StagedSteps, StopReason, TopK } from './webgpu_llama.js';
 
 /** The error a model's calls reject with once its GPUDevice is lost (the pending calls and every
  * later one). Bad argument types reject with TypeError, bad values with RangeError. */

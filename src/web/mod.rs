@@ -2,6 +2,7 @@
 //!
 //! * [`api`]: `createLlama(device, arrayBuffer, options?)`, the `Llama` class (`config`,
 //!   `forward`, `dispose`, `tokenBytes`, `decode`), `testMatvecQ8`, `wasmMemoryBytes`.
+//! * [`generate`]: `Llama.generate` (options, `onTokens`, `signal`).
 //! * [`adopt`]: wgpu wraps the host page's own `GPUDevice` (checked with `Object.is`).
 //! * [`source`]: the GGUF as a JS `ArrayBuffer`, `Blob` or stream; tensors go from it to GPU
 //!   buffers window by window.
@@ -13,6 +14,7 @@
 
 pub mod adopt;
 pub mod api;
+pub mod generate;
 pub mod glue;
 pub mod promise;
 pub mod source;
