@@ -627,10 +627,12 @@ impl Gpu {
     }
 
     /// Natively: polls the device until `done` (set by a map callback) is set, in a loop for up
-    /// to [`SPIN_LIMIT`] with [`Gpu::spin_wait`]; then (or without it) waits, blocking, for all
-    /// the work submitted so far, after which the callback has run.
+    /// to [`SPIN_LIMIT`] with [`Gpu::spin_wait`]; then (or without it) waits, blocking, for
+    /// submission `after` (else for all the work submitted so far), after which the callback
+    /// has run. A generation's block is read while the next block runs: waiting for everything
+    /// would leave the GPU idle while the block after that is recorded.
     #[cfg(not(target_arch = "wasm32"))]
-    fn wait_for(&self, done: &std::sync::atomic::AtomicBool) -> Result<()> {
+    fn wait_for(&self, done: &std::sync::atomic::AtomicBool, after: Option<wgpu::SubmissionIndex>) -> Result<()> {
         let err = |e: wgpu::PollError| Error::Gpu(format!("device poll failed: {e}"));
         let start = std::time::Instant::now();
         while self.spin_wait() && start.elapsed() < SPIN_LIMIT {
@@ -640,7 +642,7 @@ impl Gpu {
             self.device.poll(wgpu::PollType::Poll).map_err(err)?;
             std::hint::spin_loop();
         }
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(err)?;
+        self.device.poll(wgpu::PollType::Wait { submission_index: after, timeout: None }).map_err(err)?;
         Ok(())
     }
 
@@ -652,6 +654,12 @@ impl Gpu {
     /// Maps a MAP_READ buffer and returns `f` of its bytes (one pass over the mapped memory: a
     /// 512 KB logits row read once, not copied out and then converted).
     pub async fn map_read_with<T>(&self, rb: &wgpu::Buffer, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        self.map_read_after(rb, None, f).await
+    }
+
+    /// [`Gpu::map_read_with`] of a buffer whose last copy is in submission `after`: natively,
+    /// a blocking wait waits for that submission only, not for the work submitted after it.
+    pub async fn map_read_after<T>(&self, rb: &wgpu::Buffer, after: Option<wgpu::SubmissionIndex>, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         let (tx, rx) = futures_channel::oneshot::channel();
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = done.clone();
@@ -660,7 +668,9 @@ impl Gpu {
             let _ = tx.send(r);
         });
         #[cfg(not(target_arch = "wasm32"))]
-        self.wait_for(&done)?;
+        self.wait_for(&done, after)?;
+        #[cfg(target_arch = "wasm32")]
+        let _ = after;
         rx.await
             .map_err(|_| Error::Gpu("the readback was dropped (device lost?)".into()))?
             .map_err(|e| Error::Gpu(format!("could not map the readback buffer: {e}")))?;

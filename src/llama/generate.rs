@@ -95,8 +95,8 @@ impl Llama {
             // (Ordered after the blocks already submitted, which read the steps before.)
             queue.write_buffer(&self.picker.steps, 0, bytemuck::cast_slice(&steps));
             enc.copy_buffer_to_buffer(&self.picker.ids, slot as u64 * block as u64 * 4, &readbacks[slot], 0, n as u64 * 4);
-            queue.submit([enc.finish()]);
-            scope.pop()
+            let index = queue.submit([enc.finish()]);
+            (scope.pop(), index)
         };
         let mut scopes = std::collections::VecDeque::from([submit(0)]);
         let (mut ids, mut stop_reason) = (Vec::new(), StopReason::Length);
@@ -106,11 +106,9 @@ impl Llama {
                 scopes.push_back(submit(b + 1));
             }
             // (The scope's promise, asked for at submission, has settled by the readback.)
-            let read = self.gpu.map_read_with(&readbacks[(b % 2) as usize], bytemuck::pod_collect_to_vec::<u8, u32>).await;
-            let error = match scopes.pop_front() {
-                Some(scope) => scope.await,
-                None => None,
-            };
+            let (scope, index) = scopes.pop_front().expect("block b was submitted");
+            let read = self.gpu.map_read_after(&readbacks[(b % 2) as usize], Some(index), bytemuck::pod_collect_to_vec::<u8, u32>).await;
+            let error = scope.await;
             let read = match error {
                 Some(e) => Err(Error::Gpu(e.to_string())),
                 None => read,
