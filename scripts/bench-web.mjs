@@ -20,7 +20,8 @@
 //            run as a third engine on the same page, with the ratios ours/base),
 //            or a custom case: --model URL --prompt IDS|long300 --gen M --repeats R
 //            [--engines ours,seed] [--seed-gen M] [--seed-repeats R] [--ref NAME] [--limits default]
-//            [--subgroups off] (the page's device without the `subgroups` feature); without
+//            [--subgroups off] (the page's device without the `subgroups` feature) [--block K] (generate's ids
+//            per readback, 16); without
 //            --model, these options change the cases above (e.g. --case smollm2 --engines ours)
 //            --profile: also GPU time per kernel of ours (llama.profile(): one decode step after
 //            the M tokens, and the prompt as one batch), summed by kernel; Chromium then runs with
@@ -40,7 +41,7 @@ const CASES = {
 function parseArgs(argv) {
   const o = { build: true, cases: [], custom: {} };
   const keys = { '--model': 'model', '--prompt': 'prompt', '--gen': 'gen', '--repeats': 'repeats', '--engines': 'engines',
-    '--seed-gen': 'seedGen', '--seed-repeats': 'seedRepeats', '--ref': 'ref', '--limits': 'limits', '--subgroups': 'subgroups' };
+    '--seed-gen': 'seedGen', '--seed-repeats': 'seedRepeats', '--ref': 'ref', '--limits': 'limits', '--subgroups': 'subgroups', '--block': 'block' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = () => argv[++i];
     if (a === '--no-build') o.build = false;
@@ -115,7 +116,7 @@ async function main() {
     for (const c of o.cases) {
       const q = new URLSearchParams({ run: '1', model: c.model, prompt: c.prompt, gen: String(c.gen ?? 64), repeats: String(c.repeats ?? 3) });
       if (o.profile) q.set('profile', '1');
-      for (const k of ['engines', 'seedGen', 'seedRepeats', 'ref', 'limits', 'subgroups']) if (c[k] !== undefined) q.set(k, String(c[k]));
+      for (const k of ['engines', 'seedGen', 'seedRepeats', 'ref', 'limits', 'subgroups', 'block']) if (c[k] !== undefined) q.set(k, String(c[k]));
       const pageUrl = `${url}/bench.html?${q}`;
       console.log(`[bench-web] ${c.title}: ${pageUrl}`);
       const page = await browser.newPage();

@@ -73,11 +73,13 @@ pub enum Kernel {
     Penalty,
     /// The next token of a generation step, from the top-k candidates ([`crate::sample`]).
     Pick,
+    /// The next token of a greedy generation step: the top-k kernel's first candidate.
+    PickGreedy,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 25] = [
+    pub const ALL: [Kernel; 26] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -103,6 +105,7 @@ impl Kernel {
         Kernel::Split,
         Kernel::Penalty,
         Kernel::Pick,
+        Kernel::PickGreedy,
     ];
 
     /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
@@ -133,6 +136,7 @@ impl Kernel {
             Kernel::Split => include_str!("../shaders/split.wgsl"),
             Kernel::Penalty => include_str!("../shaders/penalty.wgsl"),
             Kernel::Pick => include_str!("../shaders/pick.wgsl"),
+            Kernel::PickGreedy => include_str!("../shaders/pick_greedy.wgsl"),
         }
     }
 
@@ -164,6 +168,7 @@ impl Kernel {
             Kernel::Split => "split",
             Kernel::Penalty => "penalty",
             Kernel::Pick => "pick",
+            Kernel::PickGreedy => "pick_greedy",
         }
     }
 
@@ -917,7 +922,7 @@ pub fn compose(key: &PipelineKey) -> String {
         s += &unroll(include_str!("../shaders/attention_decode_io.wgsl"), &consts(key));
         s += "\n";
     }
-    if matches!(key.kernel, Kernel::Penalty | Kernel::Pick) {
+    if matches!(key.kernel, Kernel::Penalty | Kernel::Pick | Kernel::PickGreedy) {
         s += include_str!("../shaders/gen.wgsl");
         s += "\n";
     }

@@ -163,13 +163,14 @@ pub struct GenParams {
     window: u32,
     given: u32,
     slots: u32,
-    pad: u32,
+    vocab: u32,
 }
 
 /// The pick's buffers and kernels, bound at load to the model's logits, token ids and top-k.
 pub struct Picker {
     penalty: Variant,
     pick: Variant,
+    pick_greedy: Variant,
     params: wgpu::Buffer,
     /// `[2 MAX_BLOCK]` u32: the ids of two blocks, pick `i` of a call at `i % (2 block)`.
     pub ids: wgpu::Buffer,
@@ -178,6 +179,9 @@ pub struct Picker {
     /// `[ctx]` u32: the penalty's window, sequence index `s` at `s % window`.
     hist: wgpu::Buffer,
     penalises: std::cell::Cell<bool>,
+    greedy: std::cell::Cell<bool>,
+    /// A CPU adapter: greedy steps take `pick_greedy.wgsl` (see there).
+    cpu: bool,
 }
 
 impl Picker {
@@ -197,7 +201,8 @@ impl Picker {
         let step = b.step.clone();
         let penalty = b.variant(PipelineKey::plain(Kernel::Penalty), &[&params, &step, &hist, logits]);
         let pick = b.variant(PipelineKey::plain(Kernel::Pick), &[&params, &step, &topk.out, tokens, &ids, &hist]);
-        Picker { penalty, pick, params, ids, steps, hist, penalises: Default::default() }
+        let pick_greedy = b.variant(PipelineKey::plain(Kernel::PickGreedy), &[&params, &step, logits, tokens, &ids, &hist]);
+        Picker { penalty, pick, pick_greedy, params, ids, steps, hist, penalises: Default::default(), greedy: Default::default(), cpu: b.gpu.is_cpu() }
     }
 
     /// Writes a call's parameters and its window's given ids: `tokens` given at positions from
@@ -209,6 +214,7 @@ impl Picker {
         let s = sampler.copied().unwrap_or(Sampler { temperature: 0.0, repeat_penalty: 1.0, ..Default::default() });
         let window = if s.penalises() { s.repeat_window.min(ctx) } else { 0 };
         self.penalises.set(window > 0);
+        self.greedy.set(s.temperature == 0.0);
         let given = tokens.len() as u32;
         let p = GenParams {
             greedy: (s.temperature == 0.0) as u32,
@@ -222,7 +228,7 @@ impl Picker {
             window,
             given,
             slots: 2 * block,
-            pad: 0,
+            vocab,
         };
         queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&p));
         if window > 0 {
@@ -242,6 +248,10 @@ impl Picker {
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, topk: &TopK) {
         if self.penalises.get() {
             self.penalty.dispatch(pass, [1, 1, 1]);
+        }
+        if self.greedy.get() && self.cpu {
+            self.pick_greedy.dispatch(pass, [1, 1, 1]);
+            return;
         }
         topk.record(pass);
         self.pick.dispatch(pass, [1, 1, 1]);
