@@ -250,6 +250,36 @@ impl Tuning {
     }
 }
 
+/// The subgroup size to compile the kernels for on an adapter of subgroup sizes `min..=max`, and
+/// whether each kernel must fix it (`@subgroup_size`, which needs `size_control`: the device's
+/// `subgroup-size-control`): the one size where `min == max`, or where a range can be fixed, 32
+/// if it holds 32, else its largest power of two up to 64. Sizes are powers of two from 4 to 64
+/// (the one-token attention takes keys per subgroup: 1 or 2 gain nothing); else `None`.
+pub fn subgroup_for(min: u32, max: u32, size_control: bool) -> Option<(u32, bool)> {
+    let ok = |n: u32| (4..=64).contains(&n) && n.is_power_of_two();
+    if min == max {
+        return ok(min).then_some((min, false));
+    }
+    if !size_control || min > max {
+        return None;
+    }
+    let top = max.min(64);
+    let pick = if (min..=max).contains(&32) {
+        32
+    } else if top.is_power_of_two() {
+        top
+    } else {
+        top.next_power_of_two() / 2
+    };
+    (ok(pick) && pick >= min).then_some((pick, true))
+}
+
+/// Whether WGSL `src` calls a subgroup builtin function (`subgroupAdd`, `subgroupShuffleXor` ...)
+/// or reads a subgroup builtin value.
+fn uses_subgroups(src: &str) -> bool {
+    src.contains("@builtin(subgroup_") || src.match_indices("subgroup").any(|(i, _)| src[i + 8..].starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
 /// The longest a readback is waited for in a polling loop ([`Tuning::spin_wait`]): a decode
 /// step's wait (0.3-4 ms on an H200 for the Llama-3.2-1B to Llama-3-8B shapes) is spun through;
 /// a long prompt's (seconds) sleeps after this, so that a core is not burned for all of it.
@@ -270,6 +300,9 @@ pub struct Gpu {
     wgsl_subgroups: bool,
     cpu_adapter: bool,
     swiftshader: bool,
+    /// On the web: kernels with subgroup operations fix their size with `@subgroup_size`
+    /// ([`Gpu::set_web_size_control`]).
+    size_control: bool,
     /// On the web: whether WGSL has `dot4I8Packed` ([`Gpu::set_web_packed_dot`]).
     web_packed_dot: Option<bool>,
     tuning: Tuning,
@@ -301,6 +334,7 @@ impl Gpu {
             cpu_adapter: cpu,
             swiftshader: name.contains("swiftshader"),
             web_packed_dot: None,
+            size_control: false,
             tuning: Tuning {
                 cpu,
                 tpr: None,
@@ -405,7 +439,7 @@ impl Gpu {
     /// from JS: wgpu's WebGPU backend does not report the feature), or `None`. With a size, the
     /// kernels are compiled with subgroups as natively ([`Tuning::reduce_subgroup`],
     /// [`Tuning::cpu_subgroup`]) and their WGSL starts with `enable subgroups;` (which the
-    /// browser requires and naga, natively, rejects; see [`Gpu::wgsl_directives`]). Call it
+    /// browser requires and naga, natively, rejects; see [`Gpu::wgsl_source`]). Call it
     /// right after creating the `Gpu`: it resets the choices that [`Gpu::set_cpu`] makes.
     pub fn set_web_subgroup(&mut self, size: Option<u32>) {
         self.subgroup = size;
@@ -413,15 +447,30 @@ impl Gpu {
         self.set_cpu(self.tuning.cpu);
     }
 
-    /// Directives every kernel's WGSL starts with on this device: on the web with subgroups,
+    /// On the web, with [`Gpu::set_web_subgroup`]'s size: the device has
+    /// `subgroup-size-control` and its adapter a range of sizes (D3D12, Vulkan on Intel and AMD),
+    /// so each kernel with subgroup operations is compiled for that size with `@subgroup_size`
+    /// ([`Gpu::wgsl_source`]); the host must have requested the feature.
+    pub fn set_web_size_control(&mut self, on: bool) {
+        self.size_control = on && self.wgsl_subgroups;
+    }
+
+    /// A kernel's WGSL as this device compiles it: on the web with subgroups, after
     /// `enable subgroups;` and the subgroup uniformity diagnostic off (the kernels' subgroup
     /// operations run where every invocation of a subgroup takes the same path, by construction;
-    /// an unknown diagnostic name is only a warning).
-    pub fn wgsl_directives(&self) -> &'static str {
-        if self.wgsl_subgroups {
-            "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n"
-        } else {
-            ""
+    /// an unknown diagnostic name is only a warning), and with [`Gpu::set_web_size_control`] the
+    /// size fixed where the kernel uses subgroup operations (kernels without them keep any size;
+    /// those with them have workgroups of whole subgroups, as a fixed-size device needs too).
+    pub fn wgsl_source(&self, src: &str) -> String {
+        if !self.wgsl_subgroups {
+            return src.to_string();
+        }
+        let head = "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n";
+        match self.subgroup {
+            Some(n) if self.size_control && uses_subgroups(src) => {
+                format!("{head}enable subgroup_size_control;\n{}", src.replacen("@compute", &format!("@subgroup_size({n}) @compute"), 1))
+            }
+            _ => format!("{head}{src}"),
         }
     }
 

@@ -828,7 +828,7 @@ pub fn format_int(ty: GgmlType) -> bool {
 pub fn compose(key: &PipelineKey) -> String {
     // Enable directives must come first.
     // (Naga takes subgroup built-ins without `enable subgroups;`, and rejects it so far: the
-    // browser, which requires it, gets it from `Gpu::wgsl_directives`.)
+    // browser, which requires it, gets it from `Gpu::wgsl_source`.)
     let enables = match key.kernel {
         Kernel::MatmulCoop => "enable f16;\nenable wgpu_cooperative_matrix;\n",
         Kernel::Split => "enable f16;\n",
@@ -1186,7 +1186,7 @@ impl Kernels {
             .entry(key)
             .or_insert_with(|| {
                 let label = key.label();
-                let mut src = format!("{}{}", gpu.wgsl_directives(), compose(&key));
+                let mut src = gpu.wgsl_source(&compose(&key));
                 if gpu.tuning().hollow.hollows(key.kernel) {
                     src = hollow(&src);
                 }

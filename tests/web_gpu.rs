@@ -84,6 +84,24 @@ async fn reference_cases_with_the_gpu_kernel_forms_without_subgroups() {
     }
 }
 
+/// Kernels with subgroup operations compiled for a fixed size (`enable subgroup_size_control;`,
+/// `@subgroup_size(N)`), as on a device whose adapter has a range of sizes (D3D12, Vulkan on
+/// Intel and AMD): SwiftShader has one size, so the fixing is forced here, where Tint compiles
+/// and runs it.
+#[wasm_bindgen_test]
+async fn reference_cases_with_subgroup_sizes_fixed_per_kernel() {
+    let dev = device_with_size_control().await;
+    if !has_feature(&dev, "subgroup-size-control") || expected_subgroup(&dev) == 0.0 {
+        web_sys::console::log_1(&"SKIPPED: this adapter has no subgroup-size-control or no fixed subgroup size".into());
+        return;
+    }
+    let mut gpu = gpu_forms(&dev).await;
+    gpu.set_web_size_control(true);
+    for case in [&F32, &PAD256_Q4_K_M] {
+        run_case(&gpu, case).await;
+    }
+}
+
 /// Batches whose lengths are no multiple of any tile (matmul tiles of 64 tokens, attention tiles
 /// of 8 to 32 keys and 64 query rows, key chunks of 64), from position 0 and from positions past
 /// a tile, each batch's last row against the reference; then the 300-token prompt in one call

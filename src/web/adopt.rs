@@ -50,10 +50,13 @@ pub struct Adopted {
     pub limits: wgpu::Limits,
     /// The host device's features, as wgpu maps them.
     pub features: wgpu::Features,
-    /// The host device's subgroup size, where it was created with the `subgroups` feature and its
-    /// `adapterInfo` gives one size (`subgroupMinSize == subgroupMaxSize`, a power of two from 4
-    /// to 64): wgpu's WebGPU backend does not report the feature, so it is read from JS here.
+    /// The subgroup size the kernels are compiled for, where the host created the device with
+    /// the `subgroups` feature (see `subgroup_choice`): wgpu's WebGPU backend does not report the
+    /// feature, so it is read from JS here.
     pub subgroup: Option<u32>,
+    /// Whether the adapter's subgroup size is a range, fixed per kernel with `@subgroup_size`
+    /// (the device has `subgroup-size-control`).
+    pub size_control: bool,
     /// Whether WGSL's `dot4I8Packed` is there (`navigator.gpu.wgslLanguageFeatures` has
     /// `packed_4x8_integer_dot_product`: a language feature, no device feature to request).
     pub packed_dot: bool,
@@ -141,20 +144,16 @@ fn has(set: &JsValue, name: &str) -> bool {
     f.call1(set, &JsValue::from_str(name)).ok().and_then(|v| v.as_bool()).unwrap_or(false)
 }
 
-/// The one subgroup size of a device whose `features` hold `subgroups` and whose adapter `info`
-/// has equal `subgroupMinSize` and `subgroupMaxSize` (a power of two from 4 to 64), else `None`.
-/// (Dawn reports one size for Vulkan devices with a fixed size: NVIDIA on Linux and ChromeOS,
-/// Mali, SwiftShader; Metal reports 4-64 and D3D12 up to 128, which do not qualify.)
-fn fixed_subgroup(features: &JsValue, info: &JsValue) -> Option<u32> {
+/// [`crate::gpu::subgroup_for`] of the adapter `info`'s subgroup sizes, where the device's
+/// `features` hold `subgroups` (Dawn reports one size for Vulkan devices with a fixed size:
+/// NVIDIA on Linux and ChromeOS, Mali, SwiftShader; a range on D3D12 and on Vulkan for Intel and
+/// AMD, which `subgroup-size-control` fixes per kernel; Metal has no size control).
+fn subgroup_choice(features: &JsValue, info: &JsValue) -> Option<(u32, bool)> {
     if !has(features, "subgroups") {
         return None;
     }
-    let size = |k: &str| reflect_get(info, k).ok()?.as_f64();
-    match (size("subgroupMinSize")?, size("subgroupMaxSize")?) {
-        // At least 4: the one-token attention takes keys per subgroup, and 1 or 2 gain nothing.
-        (min, max) if min == max && (4.0..=64.0).contains(&min) && (min as u32).is_power_of_two() && min.fract() == 0.0 => Some(min as u32),
-        _ => None,
-    }
+    let size = |k: &str| reflect_get(info, k).ok()?.as_f64().filter(|x| x.fract() == 0.0 && *x >= 1.0 && *x <= 1024.0).map(|x| x as u32);
+    crate::gpu::subgroup_for(size("subgroupMinSize")?, size("subgroupMaxSize")?, has(features, "subgroup-size-control"))
 }
 
 fn string_field(target: &JsValue, key: &str) -> String {
@@ -222,7 +221,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
         set(&empty, "isFallbackAdapter", &JsValue::FALSE)?;
         info = empty.into();
     }
-    let subgroup = fixed_subgroup(&features, &info);
+    let (subgroup, size_control) = subgroup_choice(&features, &info).map_or((None, false), |(n, c)| (Some(n), c));
     let adapter_info = {
         let parts: Vec<String> = ["vendor", "architecture", "device", "description"].iter().map(|k| string_field(&info, k)).filter(|s| !s.is_empty()).collect();
         if parts.is_empty() {
@@ -300,7 +299,7 @@ pub async fn adopt_device(host: &JsValue) -> Result<Adopted, String> {
 
     let limits = device.limits();
     let features = device.features();
-    Ok(Adopted { device, queue, limits, features, adapter_info, subgroup, packed_dot })
+    Ok(Adopted { device, queue, limits, features, adapter_info, subgroup, size_control, packed_dot })
 }
 
 impl Adopted {
@@ -311,6 +310,7 @@ impl Adopted {
     pub fn into_gpu(self) -> Gpu {
         let mut gpu = Gpu::from_device(self.device, self.queue, self.adapter_info, false);
         gpu.set_web_subgroup(self.subgroup);
+        gpu.set_web_size_control(self.size_control);
         gpu.set_web_packed_dot(self.packed_dot);
         gpu
     }

@@ -5,19 +5,20 @@
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(inline_js = r#"
-export async function hostDevice(raise, subgroups) {
+export async function hostDevice(raise, subgroups, sizeControl) {
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('requestAdapter() returned null (is --enable-unsafe-webgpu set?)');
   const requiredLimits = raise ? {
     maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
     maxBufferSize: adapter.limits.maxBufferSize,
   } : {};
-  const requiredFeatures = subgroups && adapter.features.has('subgroups') ? ['subgroups'] : [];
+  const requiredFeatures = [...(subgroups ? ['subgroups'] : []), ...(sizeControl ? ['subgroup-size-control'] : [])].filter((f) => adapter.features.has(f));
   return adapter.requestDevice({ requiredLimits, requiredFeatures });
 }
 // The subgroup size the module should compile for on `device`: its one size when it has the
 // feature and adapterInfo gives subgroupMinSize == subgroupMaxSize, a power of two from 4 to 64;
 // else 0.
+export function hasFeature(device, name) { return device.features.has(name); }
 export function expectedSubgroup(device) {
   const i = device.adapterInfo || {}, n = i.subgroupMinSize;
   const one = n === i.subgroupMaxSize && Number.isInteger(n) && n >= 4 && n <= 64 && (n & (n - 1)) === 0;
@@ -26,7 +27,9 @@ export function expectedSubgroup(device) {
 "#)]
 extern "C" {
     #[wasm_bindgen(catch, js_name = hostDevice)]
-    async fn host_device(raise: bool, subgroups: bool) -> Result<JsValue, JsValue>;
+    async fn host_device(raise: bool, subgroups: bool, size_control: bool) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(js_name = hasFeature)]
+    pub fn has_feature(device: &JsValue, name: &str) -> bool;
     #[wasm_bindgen(js_name = expectedSubgroup)]
     pub fn expected_subgroup(device: &JsValue) -> f64;
 }
@@ -34,11 +37,16 @@ extern "C" {
 /// The host's device, with the `subgroups` feature where the adapter offers it (as
 /// `www/chat.js` asks for it); [`device_without_subgroups`] for the path without.
 pub async fn device(raise: bool) -> JsValue {
-    host_device(raise, true).await.expect("the host creates a GPUDevice")
+    host_device(raise, true, false).await.expect("the host creates a GPUDevice")
+}
+
+/// The host's device with `subgroups` and `subgroup-size-control` where the adapter has them.
+pub async fn device_with_size_control() -> JsValue {
+    host_device(true, true, true).await.expect("the host creates a GPUDevice")
 }
 
 pub async fn device_without_subgroups() -> JsValue {
-    host_device(true, false).await.expect("the host creates a GPUDevice")
+    host_device(true, false, false).await.expect("the host creates a GPUDevice")
 }
 
 pub struct Case {
