@@ -280,6 +280,9 @@ fn uses_subgroups(src: &str) -> bool {
     src.contains("@builtin(subgroup_") || src.match_indices("subgroup").any(|(i, _)| src[i + 8..].starts_with(|c: char| c.is_ascii_uppercase()))
 }
 
+/// A map asked for ([`Gpu::ask_map`]): its result's channel and whether its callback has run.
+type MapAsked = (futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>, Arc<std::sync::atomic::AtomicBool>);
+
 /// The longest a readback is waited for in a polling loop ([`Tuning::spin_wait`]): a decode
 /// step's wait (0.3-4 ms on an H200 for the Llama-3.2-1B to Llama-3-8B shapes) is spun through;
 /// a long prompt's (seconds) sleeps after this, so that a core is not burned for all of it.
@@ -709,6 +712,20 @@ impl Gpu {
     /// [`Gpu::map_read_with`] of a buffer whose last copy is in submission `after`: natively,
     /// a blocking wait waits for that submission only, not for the work submitted after it.
     pub async fn map_read_after<T>(&self, rb: &wgpu::Buffer, after: Option<wgpu::SubmissionIndex>, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        let asked = Self::ask_map(rb);
+        self.finish_map(rb, asked, after, f).await
+    }
+
+    /// [`Gpu::map_read`] with the map asked for at this call, not when the future is first
+    /// polled: a caller that awaits something else first (its error scope) waits for both at
+    /// once, where each is a round trip to the browser's GPU process.
+    pub fn map_read_started<'a>(&'a self, rb: &'a wgpu::Buffer) -> impl std::future::Future<Output = Result<Vec<u8>>> + 'a {
+        let asked = Self::ask_map(rb);
+        self.finish_map(rb, asked, None, <[u8]>::to_vec)
+    }
+
+    /// Asks for `rb`'s map for reading: the map's result and whether its callback has run.
+    fn ask_map(rb: &wgpu::Buffer) -> MapAsked {
         let (tx, rx) = futures_channel::oneshot::channel();
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = done.clone();
@@ -716,10 +733,15 @@ impl Gpu {
             flag.store(true, std::sync::atomic::Ordering::Release);
             let _ = tx.send(r);
         });
+        (rx, done)
+    }
+
+    /// Waits for a map [`Gpu::ask_map`] asked for, returns `f` of the bytes and unmaps.
+    async fn finish_map<T>(&self, rb: &wgpu::Buffer, (rx, done): MapAsked, after: Option<wgpu::SubmissionIndex>, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         #[cfg(not(target_arch = "wasm32"))]
         self.wait_for(&done, after)?;
         #[cfg(target_arch = "wasm32")]
-        let _ = after;
+        let _ = (after, done);
         rx.await
             .map_err(|_| Error::Gpu("the readback was dropped (device lost?)".into()))?
             .map_err(|e| Error::Gpu(format!("could not map the readback buffer: {e}")))?;

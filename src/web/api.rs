@@ -860,9 +860,13 @@ impl WebLlama {
         })();
         spawn(async move {
             let (readback, popped) = submitted.map_err(js_error)?;
-            let checked = match popped.await {
-                Some(e) => Err(gpu_error(e)),
-                None => state.llama.gpu().map_read(&readback.buffer).await,
+            // The map is asked for before the error scope's answer is awaited: both at once.
+            let checked = {
+                let mapped = state.llama.gpu().map_read_started(&readback.buffer);
+                match popped.await {
+                    Some(e) => Err(gpu_error(e)),
+                    None => mapped.await,
+                }
             };
             match &checked {
                 Ok(_) => state.llama.recycle(readback),
