@@ -13,8 +13,9 @@
 //
 //   node scripts/bench-dawn.mjs --webgpu DIR --pkg DIR --model F.gguf [--prompt 512] [--gen 128]
 //        [--repeats 3] [--depth 0] [--block 16] [--ctx N] [--json OUT] [--label NAME] [--dawn FLAG]...
+//        [--limits buffers] (only the buffer limits raised; default: deviceDescriptor(adapter))
 // Prompt ids: the native bench's 1 + (i * 2654435761) % (vocab - 1).
-import { readFileSync, writeFileSync } from 'node:fs';
+import { openAsBlob, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 
@@ -22,7 +23,7 @@ const o = { prompt: 512, gen: 128, repeats: 3, depth: 0, block: 16, dawn: [] };
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i], v = process.argv[++i];
   if (a === '--dawn') o.dawn.push(v);
-  else if (['--webgpu', '--pkg', '--model', '--json', '--label'].includes(a)) o[a.slice(2)] = v;
+  else if (['--webgpu', '--pkg', '--model', '--json', '--label', '--limits'].includes(a)) o[a.slice(2)] = v;
   else if (['--prompt', '--gen', '--repeats', '--depth', '--block', '--ctx'].includes(a)) o[a.slice(2)] = Number(v);
   else throw new Error(`unknown argument ${a} (see the header of scripts/bench-dawn.mjs)`);
 }
@@ -41,21 +42,23 @@ globalThis.fetch = async (input, init) => {
   if (url.protocol !== 'file:') return nodeFetch(input, init);
   return new Response(readFileSync(fileURLToPath(url)), { headers: { 'content-type': 'application/wasm' } });
 };
-const { createLlama } = await import(pathToFileURL(join(resolve(o.pkg), 'index.js')).href);
+const { createLlama, deviceDescriptor } = await import(pathToFileURL(join(resolve(o.pkg), 'index.js')).href);
 
+// The device as the package recommends it (deviceDescriptor: the adapter's limits), or with
+// --limits buffers only the buffer limits raised (compute limits at WebGPU's defaults).
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
-const features = ['subgroups'].filter((f) => adapter.features.has(f));
-const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits: {
-  maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize } });
+const desc = deviceDescriptor(adapter);
+if (o.limits === 'buffers') for (const k of Object.keys(desc.requiredLimits)) if (!k.endsWith('BufferBindingSize') && k !== 'maxBufferSize') delete desc.requiredLimits[k];
+const device = await adapter.requestDevice(desc);
 const info = adapter.info || {};
-console.log(`[dawn] ${info.vendor} ${info.architecture} ${info.description}; ${features.join(' ') || 'no subgroups'}`);
+console.log(`[dawn] ${info.vendor} ${info.architecture} ${info.description}; ${desc.requiredFeatures.join(' ')}; limits ${JSON.stringify(desc.requiredLimits)}`);
 
 const now = () => performance.now() / 1000;
 const argmax = (v) => { let b = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[b]) b = i; return b; };
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 const spread = (xs, d = 0) => `${median(xs).toFixed(d)} (${Math.min(...xs).toFixed(d)}-${Math.max(...xs).toFixed(d)})`;
-const bytes = readFileSync(o.model);
-const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+// A Blob over the file (files past 2 GiB cannot be read into one buffer).
+const file = await openAsBlob(o.model);
 const r = { prefill: [], loop: [], generate: [], agree: true };
 for (let rep = 0; rep < o.repeats; rep++) {
   const llama = await createLlama(device, file, o.ctx ? { contextLength: o.ctx } : {});
@@ -86,6 +89,6 @@ for (let rep = 0; rep < o.repeats; rep++) {
   llama.dispose();
 }
 const label = o.label || o.model.split('/').pop();
-console.log(`[dawn] ${label} depth ${o.depth}: prefill ${o.prompt} tok/s ${spread(r.prefill)}; decode ${o.gen} tok/s: forward loop ${spread(r.loop, 1)}, ` +
+console.log(`[dawn] ${label}${o.limits ? ` (limits: ${o.limits})` : ''} depth ${o.depth}: prefill ${o.prompt} tok/s ${spread(r.prefill)}; decode ${o.gen} tok/s: forward loop ${spread(r.loop, 1)}, ` +
   `generate (K=${o.block}) ${spread(r.generate, 1)}, generate/loop ${(median(r.generate) / median(r.loop)).toFixed(2)}x; ids agree: ${r.agree}`);
 if (o.json) writeFileSync(o.json, JSON.stringify({ label, ...o, ...r }) + '\n', { flag: 'a' });

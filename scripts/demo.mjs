@@ -107,9 +107,7 @@ async function measure(files) {
         const lib = await import('webgpu-llama');
         const before = lib.wasmMemoryBytes();
         const adapter = await navigator.gpu.requestAdapter();
-        const device = await adapter.requestDevice({ requiredLimits: {
-          maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize },
-          requiredFeatures: adapter.features.has('subgroups') ? ['subgroups'] : [] });
+        const device = await adapter.requestDevice(lib.deviceDescriptor(adapter));
         const buf = await (await fetch(u)).arrayBuffer();
         const t0 = performance.now();
         const llama = await lib.createLlama(device, buf, { contextLength: 256 });

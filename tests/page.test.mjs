@@ -61,9 +61,12 @@ const PAGE = (importPath) => `<!doctype html>
 <script type="module">
 import * as lib from 'webgpu-llama';
 const argmax = (v) => { let b = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[b]) b = i; return b; };
+// The device as the package recommends it (its deviceDescriptor: the adapter's limits, subgroups).
 async function device() {
   const adapter = await navigator.gpu.requestAdapter();
-  return adapter.requestDevice({ requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
+  const desc = lib.deviceDescriptor(adapter);
+  if (desc.requiredLimits.maxComputeInvocationsPerWorkgroup !== adapter.limits.maxComputeInvocationsPerWorkgroup) throw new Error('deviceDescriptor: the adapter limits');
+  return adapter.requestDevice(desc);
 }
 // The seed's use: prompt in one call, then one token at a time; every row of logits returned.
 window.runCase = async (modelUrl, prompt, n) => {
@@ -233,11 +236,11 @@ test('the tarball holds the built module, its types and nothing else', () => {
 });
 
 // A user's module, type-checked against the installed package (the README's example, typed).
-const CONSUMER = `import { createLlama, readMetadata, DeviceLostError } from 'webgpu-llama';
+const CONSUMER = `import { createLlama, deviceDescriptor, readMetadata, DeviceLostError } from 'webgpu-llama';
 import type { KvType, Llama, LlamaConfig, LoadProgress, Profile, TopK } from 'webgpu-llama';
 export async function main(): Promise<void> {
   const adapter = (await navigator.gpu.requestAdapter())!;
-  const device: GPUDevice = await adapter.requestDevice({ requiredFeatures: ['subgroups', 'timestamp-query'].filter((f) => adapter.features.has(f)) as GPUFeatureName[] });
+  const device: GPUDevice = await adapter.requestDevice(deviceDescriptor(adapter, { timestamps: true }));
   const llama: Llama = await createLlama(device, await fetch('model.gguf'), { contextLength: 2048, onProgress: (p: LoadProgress) => console.log(p.bytesDone) });
   const config: LlamaConfig = llama.config;
   const kv: KvType = config.kvType;

@@ -93,15 +93,16 @@ async function settings() {
   return s;
 }
 
-/** The page's device: the adapter's largest storage binding and buffer, or WebGPU's default
- *  limits (128 MiB per storage binding, 256 MiB per buffer) with `limits=default`. */
+/** The page's device as webgpu-llama's deviceDescriptor gives it (the adapter's limits, its
+ *  subgroup features), or WebGPU's default limits (128 MiB per storage binding, 256 MiB per
+ *  buffer, 16 KiB of workgroup memory, 256 invocations) with `limits=default`. */
 async function makeDevice(defaultLimits, subgroups, timestamps) {
   if (!navigator.gpu) throw new Error('WebGPU is not available (Chromium on Linux: --enable-unsafe-webgpu)');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
-  const requiredFeatures = [...(subgroups ? ['subgroups'] : []), ...(timestamps ? ['timestamp-query'] : [])].filter((f) => adapter.features.has(f));
-  const device = defaultLimits ? await adapter.requestDevice({ requiredFeatures }) : await adapter.requestDevice({ requiredLimits: {
-    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize }, requiredFeatures });
+  const desc = (await import('webgpu-llama')).deviceDescriptor(adapter, { timestamps });
+  const requiredFeatures = desc.requiredFeatures.filter((f) => subgroups || !f.startsWith('subgroup'));
+  const device = await adapter.requestDevice(defaultLimits ? { requiredFeatures } : { ...desc, requiredFeatures });
   device.lost.then((i) => status(`GPU device lost: ${i.message}`, true));
   const info = adapter.info || {};
   const sg = device.features.has('subgroups') ? `subgroups of ${info.subgroupMinSize}-${info.subgroupMaxSize}` : 'no subgroups';

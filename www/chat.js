@@ -5,7 +5,7 @@
 // URL parameters (scripts/demo.mjs, tests/page.test.mjs): ?model=URL&q=QUESTION&n=MAX_NEW&autorun=1
 // loads the model, asks QUESTION and sets window.demoResult and document.body.dataset.state to
 // 'done' (or 'error').
-import { createLlama, readMetadata, wasmMemoryBytes } from 'webgpu-llama';
+import { createLlama, deviceDescriptor, readMetadata, wasmMemoryBytes } from 'webgpu-llama';
 import { fromGgufMetadata } from './tokenizer.js';
 
 const $ = (id) => document.getElementById(id);
@@ -25,10 +25,8 @@ async function getDevice() {
   if (!navigator.gpu) throw new Error('WebGPU is not available in this browser (Chromium on Linux: --enable-unsafe-webgpu)');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error('navigator.gpu.requestAdapter() returned null');
-  // Subgroups where the adapter offers them: the kernels then reduce with subgroup operations.
-  state.device = await adapter.requestDevice({ requiredLimits: {
-    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize },
-    requiredFeatures: adapter.features.has('subgroups') ? ['subgroups'] : [] });
+  // The adapter's limits and subgroups where it offers them: the package's fastest kernels.
+  state.device = await adapter.requestDevice(deviceDescriptor(adapter));
   state.device.lost.then((info) => status(`GPU device lost: ${info.message}`, true));
   return state.device;
 }
