@@ -15,7 +15,8 @@ export declare class DeviceLostError extends Error {
 }
 
 /** What to pass to `adapter.requestDevice()` so that the model runs its fastest kernels: the
- * adapter's largest buffers, storage bindings, workgroup memory and invocations, and the features
+ * adapter's largest buffers, storage bindings, storage buffers a kernel, workgroup memory and
+ * invocations, and the features
  * the kernels use where the adapter has them (`subgroups`, `subgroup-size-control`; with
  * `timestamps`, `timestamp-query` for `profile`). WebGPU's default limits pick slower kernels. */
 export declare function deviceDescriptor(

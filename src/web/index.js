@@ -18,15 +18,15 @@ export { createLlama, readMetadata, testMatvecQ8, wasmMemoryBytes, Llama } from 
 export const DeviceLostError = __deviceLostErrorClass();
 /**
  * What to pass to `adapter.requestDevice()` so that the model runs its fastest kernels: the
- * adapter's largest buffers and storage bindings (larger models), workgroup memory and
- * invocations (the large matmul and attention tiles, the matrix-vector kernels that write the
- * next op's integer activations), and the features the kernels use where the adapter has them
+ * adapter's largest buffers and storage bindings (larger models), storage buffers a kernel,
+ * workgroup memory and invocations (the large matmul and attention tiles, the matrix-vector
+ * kernels that write the next op's integer activations), and the features the kernels use where the adapter has them
  * (`subgroups`, `subgroup-size-control`; `timestamp-query` with `timestamps`, for `profile`).
  * The module runs on whatever device it gets; WebGPU's default limits pick slower kernels.
  */
 export function deviceDescriptor(adapter, { timestamps = false } = {}) {
-  const keys = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize',
-    'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX'];
+  const keys = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxStorageBuffersPerShaderStage',
+    'maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupSizeX'];
   const requiredLimits = Object.fromEntries(keys.map((k) => [k, adapter.limits[k]]));
   const requiredFeatures = ['subgroups', 'subgroup-size-control', ...(timestamps ? ['timestamp-query'] : [])]
     .filter((f) => adapter.features.has(f));
