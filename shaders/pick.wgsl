@@ -43,7 +43,8 @@ fn main() {
     var n = 0u;
     while (n < g.k && top[n].x != NONE) { n++; }
     let lmax = logit(0u);
-    var keep = n;
+    // (All NaN: no candidate; the draw below keeps the first entry, made token 0 after.)
+    var keep = max(n, 1u);
     if (g.top_p < 1.0) {
       var sum = 0.0;
       for (var j = 0u; j < n; j++) { sum += exp(logit(j) - lmax); }
@@ -77,6 +78,8 @@ fn main() {
       }
     }
   }
+  // All logits NaN: token 0, as topk::argmax and pick_greedy.wgsl give.
+  if (id == NONE) { id = 0u; }
   tokens[0] = id;
   ids[i % g.slots] = id;
   if (g.window > 0u) { hist[(g.given + i) % g.window] = id; }

@@ -718,7 +718,8 @@ impl Gpu {
 
     /// [`Gpu::map_read`] with the map asked for at this call, not when the future is first
     /// polled: a caller that awaits something else first (its error scope) waits for both at
-    /// once, where each is a round trip to the browser's GPU process.
+    /// once, where each is a round trip to the browser's GPU process. A caller that drops the
+    /// future unfinished destroys `rb` (its map may be pending or done, never unmapped).
     pub fn map_read_started<'a>(&'a self, rb: &'a wgpu::Buffer) -> impl std::future::Future<Output = Result<Vec<u8>>> + 'a {
         let asked = Self::ask_map(rb);
         self.finish_map(rb, asked, None, <[u8]>::to_vec)

@@ -44,8 +44,12 @@ fn forward_loop(llama: &Llama, prompt: &[u32], n: usize) -> Vec<u32> {
 }
 
 fn greedy_case(name: &str) {
+    greedy_case_on(name, &gpu(false));
+}
+
+fn greedy_case_on(name: &str, gpu: &webgpu_llama::Gpu) {
     let c = case(name);
-    let llama = load_case(&c);
+    let llama = load(gpu, &std::fs::read(model_path(&c.model)).unwrap(), None);
     let n = c.greedy.len();
     let want = forward_loop(&llama, &c.prompt, n);
     assert_eq!(want, c.greedy, "{name}: the forward loop's ids against the reference");
@@ -77,6 +81,16 @@ fn greedy_ids_equal_the_forward_loop_after_a_300_token_prompt() {
 #[test]
 fn greedy_ids_equal_the_forward_loop_q4_k_m() {
     greedy_case("stories260K-pad256-q4_k_m");
+}
+
+/// A GPU's greedy pick (the top-k kernel at k = 1, then pick.wgsl), which CPU adapters replace
+/// with pick_greedy.wgsl: the GPU policy forced on this adapter.
+#[test]
+fn greedy_ids_equal_the_forward_loop_with_the_gpu_pick() {
+    let mut g = gpu(false);
+    g.set_cpu(false);
+    greedy_case_on("stories260K-f32", &g);
+    greedy_case_on("stories260K-pad256-q4_k_m", &g);
 }
 
 /// A stop id ends the ids (included); the cache then holds every id but the last, so the next

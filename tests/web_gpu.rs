@@ -25,6 +25,7 @@ wasm_bindgen_test_configure!(run_in_browser);
 /// with the policy of a GPU adapter whatever the adapter is.
 async fn gpu_forms(dev: &wasm_bindgen::JsValue) -> Gpu {
     let mut gpu = webgpu_llama::web::adopt::adopt_device(dev).await.expect("adopt the host's device").into_gpu();
+    assert_eq!(gpu.tuning().int_dot, Some(false), "a CPU adapter keeps the f32 matvec form");
     gpu.set_cpu(false);
     assert_eq!(gpu.tuning().reduce_subgroup as f64, expected_subgroup(dev), "subgroup size of the reductions");
     // Chromium's WGSL has dot4I8Packed: the integer matvec form runs (SwiftShader polyfills it).

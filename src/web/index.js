@@ -21,7 +21,8 @@ export const DeviceLostError = __deviceLostErrorClass();
  * adapter's largest buffers and storage bindings (larger models), storage buffers a kernel,
  * workgroup memory and invocations (the large matmul and attention tiles, the matrix-vector
  * kernels that write the next op's integer activations), and the features the kernels use where the adapter has them
- * (`subgroups`, `subgroup-size-control`; `timestamp-query` with `timestamps`, for `profile`).
+ * (`subgroups`, and `subgroup-size-control` for adapters with a range of subgroup sizes;
+ * `timestamp-query` with `timestamps`, for `profile`).
  * The module runs on whatever device it gets; WebGPU's default limits pick slower kernels.
  */
 export function deviceDescriptor(adapter, { timestamps = false } = {}) {
