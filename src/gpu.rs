@@ -464,13 +464,13 @@ impl Gpu {
     /// an unknown diagnostic name is only a warning), and with [`Gpu::set_web_size_control`] the
     /// size fixed where the kernel uses subgroup operations (kernels without them keep any size;
     /// those with them have workgroups of whole subgroups, as a fixed-size device needs too).
-    pub fn wgsl_source(&self, src: &str) -> String {
+    pub fn wgsl_source(&self, src: String) -> String {
         if !self.wgsl_subgroups {
-            return src.to_string();
+            return src;
         }
         let head = "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n";
         match self.subgroup {
-            Some(n) if self.size_control && uses_subgroups(src) => {
+            Some(n) if self.size_control && uses_subgroups(&src) => {
                 format!("{head}enable subgroup_size_control;\n{}", src.replacen("@compute", &format!("@subgroup_size({n}) @compute"), 1))
             }
             _ => format!("{head}{src}"),

@@ -1186,7 +1186,7 @@ impl Kernels {
             .entry(key)
             .or_insert_with(|| {
                 let label = key.label();
-                let mut src = gpu.wgsl_source(&compose(&key));
+                let mut src = gpu.wgsl_source(compose(&key));
                 if gpu.tuning().hollow.hollows(key.kernel) {
                     src = hollow(&src);
                 }

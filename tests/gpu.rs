@@ -34,7 +34,7 @@ fn size_control_fixes_the_size_of_kernels_with_subgroup_operations_only() {
     gpu.set_web_size_control(true);
     // The top-k kernel has no subgroup operations; a GPU's matrix-vector rows summed by subgroup
     // shuffles have.
-    let topk = gpu.wgsl_source(&compose(&PipelineKey::plain(Kernel::TopK)));
+    let topk = gpu.wgsl_source(compose(&PipelineKey::plain(Kernel::TopK)));
     assert!(topk.starts_with("enable subgroups;") && !topk.contains("@subgroup_size") && !topk.contains("subgroup_size_control"), "{}", &topk[..200]);
     let geometry = Geometry::Rows {
         tpr: 64,
@@ -51,10 +51,10 @@ fn size_control_fixes_the_size_of_kernels_with_subgroup_operations_only() {
         half: false,
     };
     let key = PipelineKey { kernel: Kernel::Matvec, format: Some(GgmlType::Q8_0), regroup: 0, geometry };
-    let matvec = gpu.wgsl_source(&compose(&key));
+    let matvec = gpu.wgsl_source(compose(&key));
     assert!(matvec.contains("enable subgroup_size_control;") && matvec.contains("@subgroup_size(16) @compute"), "{}", key.label());
     assert_eq!(matvec.matches("@compute").count(), 1);
     // Without size control (a fixed-size device): the directives only.
     gpu.set_web_size_control(false);
-    assert!(!gpu.wgsl_source(&compose(&key)).contains("@subgroup_size"));
+    assert!(!gpu.wgsl_source(compose(&key)).contains("@subgroup_size"));
 }

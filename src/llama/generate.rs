@@ -1,6 +1,6 @@
 //! [`Llama::generate`]: decode steps chained on the GPU, each picking its next token there
 //! ([`crate::sample`]) and feeding it to the next step, with the ids read back once per block
-//! of steps. A readback costs a round trip (in Chrome about 2.4 ms through the GPU process), so
+//! of steps. A readback costs a round trip (in Chrome, through the GPU process), so
 //! one per token caps a page's decode; one per block of K tokens does not.
 
 use super::{Llama, Readout};
