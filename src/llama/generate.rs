@@ -136,8 +136,16 @@ impl Llama {
                 break;
             }
         }
+        // A block submitted past the end: its ids are discarded, but a GPU error in it is
+        // still this call's (an unawaited scope would lose it).
+        let late = scopes.pop_front();
         // (Destroyed once the work queued with them is done.)
         readbacks.iter().for_each(wgpu::Buffer::destroy);
+        if let Some((scope, _)) = late {
+            if let Some(e) = scope.await {
+                return Err(Error::Gpu(e.to_string()));
+            }
+        }
         let filled = start_pos + given + ids.len() as u32 - 1;
         self.filled.set(filled);
         self.prepare(filled, Readout::Last);

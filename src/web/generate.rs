@@ -131,7 +131,8 @@ impl WebLlama {
     ///
     /// Rejects as `forward` does for bad tokens or positions, with a `TypeError` for an option of
     /// the wrong type and a `RangeError` for a bad value (both naming the option), and with
-    /// whatever `onTokens` throws. While it runs, its steps own the model's inputs: `forward`,
+    /// whatever `onTokens` throws (which stops it as returning `false` does: the cache then
+    /// holds every id passed to `onTokens` but the last, as after an 'abort'). While it runs, its steps own the model's inputs: `forward`,
     /// `forwardTopK`, `profile` and `generate` called before it settles reject with a
     /// `RangeError` ("a generate call is under way").
     #[wasm_bindgen(unchecked_return_type = "Promise<Generated>")]
