@@ -109,7 +109,7 @@ pub fn tiled_geometry(head_dim: u32, shared: u32, kv: KvType) -> Option<Geometry
 /// 16 x 2, 1.88 s with 16 x 1, 1.17 s with 8 x 8, 1.13 s with 8 x 16 and 1.19 s with 16 x 8; a
 /// 4096-token prompt 33.5 s with 16 x 4, 31.7 s with 8 x 8 and 31.0 s with 8 x 16, whose kernels
 /// took the load from 0.59 s to 0.82 s (8 x 8: 0.65 s) for 2% (BENCHMARKS.md v23,
-/// `bench/lavapipe/v23/sweeps.txt`).
+/// whose raw sweeps git history keeps).
 pub fn cpu_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
     let kv_f16 = kv == KvType::F16;
     match subgroup {
@@ -298,7 +298,7 @@ pub fn wide_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
 /// of 4 or more (an even number), else the whole group; short steps may take one instead
 /// ([`short_steps_one_head`]). Halving doubles the workgroups and
 /// halves each one's serial work per chunk of keys, for twice the reads of the keys and values
-/// (the second mostly from L2). Measured on an H200 (`bench/h200/v13/heads.txt`), tg128 after
+/// (the second mostly from L2). Measured on an H200 (BENCHMARKS.md v13), tg128 after
 /// pp512 with 4 / 2 / 1 heads a workgroup: Llama-3-8B shape Q4_K_M 249.1 / 257.9 / 258.4 tok/s,
 /// at depth 4096 216.8 / 215.8 / 198.9; Llama-3.2-1B shape Q8_0 851.2 / 864.2 / 853.2, at depth
 /// 4096 724.6 / 741.2 / 664.0.
@@ -310,7 +310,7 @@ pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
 
 /// The most keys over which a one-token step of `attention_decode.wgsl` (not the wide kernel)
 /// takes one query head a workgroup instead of [`decode_heads`] ([`short_steps_one_head`]).
-/// Chosen between the figures below: measured on an H100 (`bench/h100/v31/heads.txt`, tg128
+/// Chosen between the figures below: measured on an H100 (BENCHMARKS.md v31, tg128
 /// tok/s, two runs each, two heads / one head a workgroup on every step), Llama-3.2-1B shape,
 /// after 512 keys: Q4_K_M 944.5, 962.2 / 979.0, 979.8; F16 714.8, 714.6 / 719.6, 722.3; Q8_0
 /// 862.1, 880.0 / 875.2, 874.4; after 1024 (keys 1025 to 1152): Q8_0 824.9, 853.2 / 844.5,

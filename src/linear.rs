@@ -241,7 +241,7 @@ pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
 /// at most half the row's pieces, so that a thread takes two or more of each row (the head
 /// is one dispatch of 128k rows; with one piece a thread, a row's threads wait on one load
 /// each and then spend as long adding their sums). Measured on an H100 (per-dispatch profile,
-/// BENCHMARKS.md v31, `bench/h100/v31/head.txt`), the Llama-3.2-1B shape's Q4_K head (64 pieces a row)
+/// BENCHMARKS.md v31), the Llama-3.2-1B shape's Q4_K head (64 pieces a row)
 /// with 16 / 32 / 64 / 128 threads, 2 rows each: 68.5 / 68.7 / 82.9 / 134.9 us (64 before);
 /// the Llama-3-8B shape's Q6_K head (128 pieces) 235.4 / 187.2 / 171.7 / 186.8 us (64 before
 /// and after); the 1B's Q8_0 head (128 pieces) 114-120 us from 16 to 128 threads.
