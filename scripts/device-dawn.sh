@@ -3,12 +3,13 @@
 # the same GGUF files (../shared/bench's 1B-shape F16, Q8_0, Q4_K_M, quantised by llama-quantize), in
 # two commands on one warm machine:
 #   bash scripts/device-dawn.sh cuda   llama.cpp's CUDA build, the files, llama-bench pp512/tg128 at
-#                                      depths 0, 512 and 4096; meanwhile every reference case through
-#                                      the package on Dawn (../shared/gpu-web/cases.sh)
+#                                      depths 0, 512 and 4096, our CLI's bench on them; meanwhile every
+#                                      reference case through the package on Dawn (../shared/gpu-web/cases.sh)
 #   bash scripts/device-dawn.sh dawn   on the same files: the package on Dawn (scripts/bench-dawn.mjs:
 #                                      prefill, the forward loop, generate; a per-kernel profile on
 #                                      Q4_K_M; Q4_K_M also with only the buffer limits raised) and the
-#                                      native CLI (loop and --generate 16); depth 4096 on Q4_K_M
+#                                      native CLI (loop and --generate 16); depth 4096 on Q4_K_M.
+#                                      Without the cuda step first: on `webgpu-llama gen` files
 # Stops starting steps DEADLINE seconds (default 540) after its start.
 #
 # Here, once: bash ../shared/gpu-web/prepare.sh . (builds pkg/ and the binary into .gpuweb/), then
@@ -31,7 +32,7 @@ M=/tmp/sbs/models
 
 if [ "$MODE" = cuda ]; then
   [ -d .gpuweb/cases ] && (GPUWEB_RT=/tmp/gpuweb-rt timeout 300 bash .gpuweb/cases.sh > "$OUT/cases.log" 2>&1) &
-  DEADLINE=$(left) bash bench-carry/side_by_side.sh cuda cuda-build models lc-cuda lc-cuda-long 2>&1 | tee "$OUT/cuda.log"
+  DEADLINE=$(left) bash bench-carry/side_by_side.sh cuda cuda-build models lc-cuda lc-cuda-long wg 2>&1 | tee "$OUT/cuda.log"
   wait; echo "== cases"; cat "$OUT/cases.log"
   echo "== done (t=$(($(date +%s) - T0)))"; exit 0
 fi
@@ -40,7 +41,8 @@ D="env LD_LIBRARY_PATH=$R/lib $R/node/bin/node scripts/bench-dawn.mjs --webgpu $
 N=".bin/webgpu-llama bench --prompt 512 --gen 128 --repeats 3"
 for t in ${TYPES:-q4_k_m q8_0 f16}; do
   (( $(left) > 100 )) || { echo "== $t: skipped, $(left) s left"; continue; }
-  m=$M/l1b-$t.gguf; [ -f $m ] || { echo "== $m missing (run the cuda step first)"; continue; }
+  # llama.cpp's files where the cuda step made them, else ours (`webgpu-llama gen`, same shape).
+  m=$M/l1b-$t.gguf; [ -f $m ] || { m=/tmp/l1b-$t.gguf; [ -f $m ] || .bin/webgpu-llama gen --shape llama-3.2-1b --type $t $m >/dev/null; }
   echo "== 1B $t (t=$(($(date +%s) - T0)))"
   P=; [ $t = q4_k_m ] && P=--profile
   timeout 150 $D --model $m --label "1B $t" --repeats 2 $P 2>&1 | grep -E '^\[dawn\]|Error'
