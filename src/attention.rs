@@ -19,7 +19,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::config::{Config, KvType};
 use crate::gpu::Gpu;
-use crate::kernels::{Geometry, Kernel, PipelineKey, COMBINE_QUANT_MAX_HD};
+use crate::kernels::{Geometry, Kernel, Named, PipelineKey, COMBINE_QUANT_MAX_HD};
 use crate::program::{Batch, Builder};
 
 /// Most key splits of one attention dispatch (the combine kernels hold 128 splits' weights in
@@ -38,7 +38,7 @@ pub const WIDE_COMBINE_SPLITS: u32 = 32;
 /// Key splits are used only for batches of at most this many tokens.
 pub const SPLIT_MAX_TOKENS: u32 = 8;
 
-/// `struct P` of `shaders/attention.wgsl`.
+/// `struct Attn` of `shaders/attention_params.wgsl` (every attention kernel's `p`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct AttentionParams {
@@ -434,7 +434,7 @@ impl Builder<'_> {
         };
         let p = self.uniform("attention", &params);
         let step = self.step.clone();
-        let bufs = [&p, &step, io.qkv, io.k_cache, io.v_cache, io.out, io.partials];
+        let bufs = [("p", &p), ("st", &step), ("qkv", io.qkv), ("kc", io.k_cache), ("vc", io.v_cache), ("o", io.out), ("partials", io.partials)];
         let decode = geometry(cfg.head_dim, g, shared, cfg.kv);
         let prefill = geometry(cfg.head_dim, 16, shared, cfg.kv);
         let (bq_decode, bq_prefill) = (rows_per_workgroup(&decode), rows_per_workgroup(&prefill));
@@ -446,7 +446,7 @@ impl Builder<'_> {
             let geometry = cpu_geometry(cfg.head_dim, sg, cfg.kv);
             let one = cpu_one_token_geometry(cfg.head_dim, sg, cfg.kv);
             for geometry in [geometry, one] {
-                variants.push(self.variant(PipelineKey::new(Kernel::AttentionCpu, geometry), &bufs[..6]));
+                variants.push(self.variant(PipelineKey::new(Kernel::AttentionCpu, geometry), &bufs));
             }
             (rows_per_workgroup(&geometry), rows_per_workgroup(&one))
         });
@@ -454,7 +454,7 @@ impl Builder<'_> {
         // (Its vec4 reads of q need whole vec4 rows.)
         let q4_rows = cfg.head_dim % 4 != 0 || io.q_stride % 4 == 0;
         let tiled = (tiled_kernel(self.gpu, cfg) && q4_rows).then(|| tiled_geometry(cfg.head_dim, shared, cfg.kv)).flatten().map(|geometry| {
-            variants.push(self.variant(PipelineKey::new(Kernel::AttentionTiled, geometry), &bufs[..6]));
+            variants.push(self.variant(PipelineKey::new(Kernel::AttentionTiled, geometry), &bufs));
             variants.len() - 1
         });
         // The output projection's integers, for one-token batches: by a quantize op where the
@@ -471,11 +471,9 @@ impl Builder<'_> {
             let (kv_f16, rope) = (cfg.kv == KvType::F16, io.rope.is_some());
             let (combine, v_cached) = (merges, io.v_cached);
             let tickets = if merges { tickets_at(cfg) } else { 0 };
-            let mut with_rope = bufs.to_vec();
-            with_rope.extend(io.rope);
-            if let Some((xq, xs)) = quant_bufs.as_ref().filter(|_| merges) {
-                with_rope.extend([xq, xs]);
-            }
+            // With RoPE its cos/sin table (cs), where it merges its splits the integers out.
+            let quant_out = quant_bufs.iter().filter(|_| merges).flat_map(|(xq, xs)| [("XQW", xq), ("XSW", xs)]);
+            let with_rope: Vec<Named<'_>> = bufs.into_iter().chain(io.rope.map(|cs| ("cs", cs))).chain(quant_out).collect();
             // Chunks of 64 keys, and of 128 where they fit and a split can hold more than 64 keys
             // (decode_chunk picks per step): where the kernel merges its splits (their rule gives
             // splits of several chunks), or splits or chunks are forced.
@@ -544,10 +542,10 @@ impl Builder<'_> {
         self.traffic(move |b| (b.pos0 + b.n_tokens) as u64 * kv_row + b.n_tokens as u64 * q_row);
         let cp = CombineParams { n_heads: cfg.n_heads, head_dim: cfg.head_dim, o_stride: q_dim, pad: 0 };
         let c = self.uniform("attention combine", &cp);
-        let mut cbufs = vec![&c, &step, io.partials, io.out];
+        let mut cbufs = vec![("p", &c), ("st", &step), ("partials", io.partials), ("o", io.out)];
         let quant = quant_bufs.map(|pair| self.quantize_into(pair, io.out, q_dim, q_dim, None, |b| b.splits == 1));
         if let Some((xq, xs)) = &quant {
-            cbufs.extend([xq, xs]);
+            cbufs.extend([("XQW", xq), ("XSW", xs)]);
         }
         let geometry = Geometry::Combine { quant: quant.is_some() };
         // The wide form only where a context or forced splits can reach it (one compile less at

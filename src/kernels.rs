@@ -172,6 +172,18 @@ impl Kernel {
         }
     }
 
+    /// Whether the kernel reads the per-batch [`crate::program::Step`] uniform (`st`), and so is
+    /// composed with `shaders/step.wgsl`.
+    pub fn reads_step(self) -> bool {
+        !matches!(self, Kernel::TopK | Kernel::Stream | Kernel::Repack)
+    }
+
+    /// Whether the kernel is one of attention's, whose uniform is `shaders/attention_params.wgsl`'s
+    /// [`crate::attention::AttentionParams`].
+    pub fn is_attention(self) -> bool {
+        matches!(self, Kernel::Attention | Kernel::AttentionCpu | Kernel::AttentionTiled | Kernel::AttentionDecode | Kernel::AttentionDecodeWide)
+    }
+
     /// Whether the kernel reads weights, and so is composed with a format file.
     pub fn reads_weights(self) -> bool {
         matches!(self, Kernel::Embed | Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatmulCpu | Kernel::MatvecExp | Kernel::MoeDown)
@@ -461,12 +473,12 @@ pub enum Geometry {
         /// device's, fixed), or 0: workgroup memory only (matvec only).
         sg: u32,
         /// The weights read as the format's 16-byte pieces (`WIDE` in `shaders/matvec.wgsl`;
-        /// [`format_piece`]), not in spans (`span` then unused); the kernel then binds the
+        /// [`Format::pieces`]), not in spans (`span` then unused); the kernel then binds the
         /// weights a second time, after the others. Ignored for formats without pieces.
         wide: bool,
         /// With `wide` and one token: the activations as `shaders/quantize.wgsl`'s 24-bit
         /// integers, multiplied by integer dot products (`IDOT` in `shaders/matvec.wgsl`; formats
-        /// with [`format_int`]); the kernel then binds them after the weights' second view. With
+        /// with [`Format::int`]); the kernel then binds them after the weights' second view. With
         /// `norm`, they are of the raw row times the norm weights and the kernel divides by the
         /// RMS itself (`INORM`).
         int: bool,
@@ -710,10 +722,10 @@ impl PipelineKey {
                 if sg != 0 {
                     s += &format!(" sg{sg}");
                 }
-                if wide && self.format.and_then(format_piece).is_some() {
+                if wide && self.format.is_some_and(|ty| Format::of(ty).pieces.is_some()) {
                     s += " wide";
                 }
-                if int && self.format.is_some_and(format_int) {
+                if int && self.format.is_some_and(|ty| Format::of(ty).int) {
                     s += " idot";
                 }
                 match qout {
@@ -768,64 +780,169 @@ impl PipelineKey {
     }
 }
 
-/// `shaders/formats/<type>.wgsl`: how the weight kernels decode a matrix stored as `ty`.
-pub fn format_source(ty: GgmlType) -> &'static str {
-    match ty {
-        GgmlType::F32 => include_str!("../shaders/formats/f32.wgsl"),
-        GgmlType::F16 => include_str!("../shaders/formats/f16.wgsl"),
-        GgmlType::BF16 => include_str!("../shaders/formats/bf16.wgsl"),
-        GgmlType::Q4_0 => include_str!("../shaders/formats/q4_0.wgsl"),
-        GgmlType::Q4_1 => include_str!("../shaders/formats/q4_1.wgsl"),
-        GgmlType::Q5_0 => include_str!("../shaders/formats/q5_0.wgsl"),
-        GgmlType::Q5_1 => include_str!("../shaders/formats/q5_1.wgsl"),
-        GgmlType::Q8_0 => include_str!("../shaders/formats/q8_0.wgsl"),
-        GgmlType::Q2_K => include_str!("../shaders/formats/q2_k.wgsl"),
-        GgmlType::Q3_K => include_str!("../shaders/formats/q3_k.wgsl"),
-        GgmlType::Q4_K => include_str!("../shaders/formats/q4_k.wgsl"),
-        GgmlType::Q5_K => include_str!("../shaders/formats/q5_k.wgsl"),
-        GgmlType::Q6_K => include_str!("../shaders/formats/q6_k.wgsl"),
+/// 16-byte pieces of a format (`shaders/formats/common.wgsl`): the matrix-vector kernel's `WIDE`
+/// form reads them, one vector load each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pieces {
+    /// Weights per piece (`PIECE`).
+    pub weights: u32,
+    /// Runs of consecutive weights per piece (`RUNS`); `matvec.wgsl` unrolls runs of whole vec4s.
+    pub runs: u32,
+}
+
+/// How the weight kernels read one GGML format: the constants the composer writes before
+/// `shaders/formats/common.wgsl` (the interface is described there), and which of the optional
+/// forms the format's file defines.
+#[derive(Clone, Copy, Debug)]
+pub struct Format {
+    /// The GGML type (its block's weights and bytes: [`GgmlType::block_size`],
+    /// [`GgmlType::block_bytes`]).
+    pub ty: GgmlType,
+    /// `shaders/formats/<type>.wgsl`.
+    pub source: &'static str,
+    /// Weights that share a scale or other decoding work such as word loads (`GROUP`: a power of
+    /// two; 4 where nothing is shared, `dq4s` then taking `cb + o` as one column).
+    pub group: u32,
+    /// Weights a matrix-vector thread takes per step (`CHUNK`: a block, or the span over which a
+    /// block's bytes and scales are shared, so that one step loads each byte once).
+    pub chunk: u32,
+    /// Its 16-byte pieces (the part of its file after `//@pieces`), if it has them.
+    pub pieces: Option<Pieces>,
+    /// Whether its pieces have the integer form (`pint`, `pab`; runs of 16 weights): the
+    /// matrix-vector kernel's `IDOT`.
+    pub int: bool,
+    /// Whether it defines its own `dq4a` (a block's words loaded once per 32-column step;
+    /// `DQ4A`: `formats/common.wgsl` then composes the general one out).
+    pub dq4a: bool,
+    /// Whether it defines `bdot`, a block's dot product with its scale applied once (`BDOT`: the
+    /// matrix-vector kernel's CPU form takes it).
+    pub bdot: bool,
+}
+
+const fn format(ty: GgmlType, source: &'static str, group: u32, chunk: u32) -> Format {
+    Format { ty, source, group, chunk, pieces: None, int: false, dq4a: false, bdot: false }
+}
+
+/// Q4_0, Q4_1, Q5_0 and Q5_1: nothing shared within a span (GROUP 4), but a block's words
+/// within a 32-column step (`dq4a`) and its scale within a block's dot product (`bdot`).
+const fn block32(f: Format) -> Format {
+    Format { dq4a: true, bdot: true, ..f }
+}
+
+const fn pieces(f: Format, weights: u32, runs: u32) -> Format {
+    Format { pieces: Some(Pieces { weights, runs }), ..f }
+}
+
+/// Every format the weight kernels read, in [`GgmlType::ALL`]'s order.
+pub const FORMATS: [Format; 13] = {
+    use GgmlType::*;
+    [
+        format(F32, include_str!("../shaders/formats/f32.wgsl"), 4, 16),
+        pieces(format(F16, include_str!("../shaders/formats/f16.wgsl"), 64, 16), 8, 1),
+        format(BF16, include_str!("../shaders/formats/bf16.wgsl"), 64, 16),
+        block32(format(Q4_0, include_str!("../shaders/formats/q4_0.wgsl"), 4, 32)),
+        block32(format(Q4_1, include_str!("../shaders/formats/q4_1.wgsl"), 4, 32)),
+        block32(format(Q5_0, include_str!("../shaders/formats/q5_0.wgsl"), 4, 32)),
+        block32(format(Q5_1, include_str!("../shaders/formats/q5_1.wgsl"), 4, 32)),
+        Format { int: true, bdot: true, ..pieces(format(Q8_0, include_str!("../shaders/formats/q8_0.wgsl"), 32, 32), 16, 1) },
+        format(Q2_K, include_str!("../shaders/formats/q2_k.wgsl"), 4, 128),
+        format(Q3_K, include_str!("../shaders/formats/q3_k.wgsl"), 4, 128),
+        Format { int: true, ..pieces(format(Q4_K, include_str!("../shaders/formats/q4_k.wgsl"), 32, 64), 32, 2) },
+        format(Q5_K, include_str!("../shaders/formats/q5_k.wgsl"), 32, 64),
+        Format { int: true, ..pieces(format(Q6_K, include_str!("../shaders/formats/q6_k.wgsl"), 16, 128), 32, 2) },
+    ]
+};
+
+impl Format {
+    /// The entry of `ty`.
+    pub fn of(ty: GgmlType) -> &'static Format {
+        let f = FORMATS.iter().find(|f| f.ty == ty).expect("every GGML type has a format entry");
+        debug_assert!(f.pieces.is_none_or(|p| p.runs > 0 && p.weights % (4 * p.runs) == 0), "{ty:?}: PIECE must be a multiple of 4 x RUNS");
+        debug_assert!(!f.int || f.pieces.is_some_and(|p| p.weights / p.runs == 16), "{ty:?}: the integer form needs pieces of runs of 16");
+        f
+    }
+
+    /// The part of its file that every form composes: all of it before `//@pieces` (the
+    /// 16-byte pieces, composed only where they are read).
+    pub fn base(&self) -> &'static str {
+        self.source.split("\n//@pieces\n").next().unwrap_or_default()
+    }
+
+    /// The WGSL constants of its table entry (composed before `formats/common.wgsl`; with
+    /// `pieces`, `PIECE` and `RUNS` too).
+    fn consts(&self, pieces: bool) -> String {
+        let mut s = format!(
+            "const BLOCK_ELEMS: u32 = {}u;\nconst BLOCK_BYTES: u32 = {}u;\nconst GROUP: u32 = {}u;\nconst CHUNK: u32 = {}u;\n",
+            self.ty.block_size(),
+            self.ty.block_bytes(),
+            self.group,
+            self.chunk
+        );
+        if let Some(p) = self.pieces.filter(|_| pieces) {
+            s += &format!("const PIECE: u32 = {}u;\nconst RUNS: u32 = {}u;\n", p.weights, p.runs);
+        }
+        s
     }
 }
 
-/// Weights a matrix-vector thread takes per step for format `ty` (its file's `const CHUNK`).
-pub fn format_chunk(ty: GgmlType) -> u32 {
-    format_const(ty, "CHUNK").unwrap_or_else(|| panic!("shaders/formats/{}.wgsl has no `const CHUNK: u32 = Nu;`", ty.name().to_lowercase()))
-}
-
-/// The part of format `ty`'s file that every form composes: all of it before `//@pieces` (the
-/// 16-byte pieces, composed only where they are read).
-fn format_base(ty: GgmlType) -> &'static str {
-    format_source(ty).split("\n//@pieces\n").next().unwrap_or_default()
-}
-
-/// The value of `const NAME: u32 = Nu;` in format `ty`'s file, if it has one.
-fn format_const(ty: GgmlType, name: &str) -> Option<u32> {
-    format_source(ty).lines().find_map(|l| l.strip_prefix("const ")?.strip_prefix(name)?.strip_prefix(": u32 = ")?.strip_suffix("u;")?.parse().ok())
-}
-
-/// The 16-byte pieces of format `ty` (`const PIECE` and `RUNS` of its file: weights per piece,
-/// runs of consecutive weights per piece), if it has them (see `shaders/formats/common.wgsl`).
-pub fn format_piece(ty: GgmlType) -> Option<(u32, u32)> {
-    let (piece, runs) = (format_const(ty, "PIECE")?, format_const(ty, "RUNS")?);
-    // Runs of whole vec4s (matvec.wgsl unrolls RUNS x PIECE / RUNS / 4 of them).
-    assert!(runs > 0 && piece % (4 * runs) == 0, "shaders/formats/{}.wgsl: PIECE must be a multiple of 4 x RUNS", ty.name().to_lowercase());
-    Some((piece, runs))
-}
-
-/// Whether format `ty`'s pieces have the integer form (`fn pint` and `pab` in its file; runs of 16
-/// weights): the matrix-vector kernel's `IDOT`.
-pub fn format_int(ty: GgmlType) -> bool {
-    let int = format_source(ty).contains("\nfn pint(");
-    assert!(
-        !int || format_piece(ty).is_some_and(|(piece, runs)| piece / runs == 16),
-        "shaders/formats/{}.wgsl: pint needs pieces of runs of 16",
-        ty.name().to_lowercase()
-    );
-    int
+/// A kernel's composed WGSL and its bindings by name: binding `i` of group 0 is `bindings[i]`.
+pub struct Composed {
+    /// The WGSL.
+    pub wgsl: String,
+    /// The names of the bindings it declares, in binding order.
+    pub bindings: Vec<String>,
 }
 
 /// The WGSL of `key`.
 pub fn compose(key: &PipelineKey) -> String {
+    composed(key).wgsl
+}
+
+/// The WGSL of `key` and its bindings' names.
+pub fn composed(key: &PipelineKey) -> Composed {
+    number_bindings(&compose_inner(key))
+}
+
+/// Numbers the composed kernel's resources: each `@bind var<..> NAME: T;` line (the form the
+/// files under `shaders/` declare them in, by name only) becomes `@group(0) @binding(i) var..`,
+/// `i` counting the declarations that the `//@if` blocks kept, in order; `@bind(OTHER) var..`
+/// declares a second view of binding `OTHER` (declared before it). The bind group is made from
+/// the names ([`Kernels::bind`]), so no binding number is written anywhere but here.
+fn number_bindings(src: &str) -> Composed {
+    let mut bindings: Vec<String> = Vec::new();
+    let mut wgsl = String::with_capacity(src.len() + 64);
+    for line in src.lines() {
+        if let Some(rest) = line.strip_prefix("@bind") {
+            let (alias, decl) = match rest.strip_prefix('(') {
+                Some(r) => {
+                    let (name, decl) = r.split_once(')').unwrap_or_else(|| panic!("bad @bind: {line}"));
+                    (Some(name), decl)
+                }
+                None => (None, rest),
+            };
+            let decl = decl.trim_start();
+            // `var<space> NAME: T;` or `var NAME: T;`
+            let after_var = decl.strip_prefix("var").unwrap_or_else(|| panic!("@bind without var: {line}"));
+            let after_space = after_var.find('>').map_or(after_var, |i| &after_var[i + 1..]);
+            let name = after_space.split(':').next().unwrap_or_default().trim();
+            let i = match alias {
+                Some(other) => bindings.iter().position(|b| b == other).unwrap_or_else(|| panic!("{line}: {other} is not declared before")),
+                None => {
+                    assert!(!bindings.iter().any(|b| b == name), "{name} declared twice");
+                    bindings.push(name.to_string());
+                    bindings.len() - 1
+                }
+            };
+            wgsl += &format!("@group(0) @binding({i}) {decl}\n");
+        } else {
+            wgsl += line;
+            wgsl.push('\n');
+        }
+    }
+    Composed { wgsl, bindings }
+}
+
+fn compose_inner(key: &PipelineKey) -> String {
     // Enable directives must come first.
     // (Naga takes subgroup built-ins without `enable subgroups;`, and rejects it so far: the
     // browser, which requires it, gets it from `Gpu::wgsl_source`.)
@@ -835,6 +952,13 @@ pub fn compose(key: &PipelineKey) -> String {
         _ => "",
     };
     let mut s = format!("{enables}// composed by kernels::compose: {}\n", key.label());
+    // The structs that several kernels share, declared once.
+    if key.kernel.reads_step() {
+        s += include_str!("../shaders/step.wgsl");
+    }
+    if key.kernel.is_attention() {
+        s += include_str!("../shaders/attention_params.wgsl");
+    }
     match key.geometry {
         Geometry::Fixed => {}
         Geometry::Rows { tpr, tokens, rpt, span, un, glu, sg, qout, .. } => {
@@ -895,16 +1019,17 @@ pub fn compose(key: &PipelineKey) -> String {
         }
     }
     // DQ4A: the format defines its own `dq4a` (formats/common.wgsl composes the general one).
-    shared.push(("DQ4A", key.format.is_some_and(|ty| format_base(ty).contains("\nfn dq4a(")) as u32));
+    shared.push(("DQ4A", key.format.is_some_and(|ty| Format::of(ty).dq4a) as u32));
     if let Some(ty) = key.format.filter(|_| key.kernel.reads_weights()) {
         // The rows' layout (formats/q8_0.wgsl, q6_k.wgsl): blocks per regrouped group, or 0.
         s += &format!("const REGROUP: u32 = {}u;\n", key.regroup);
-        s += &unroll(include_str!("../shaders/formats/common.wgsl"), &shared);
-        s += "\n";
         // The format's 16-byte pieces only where they are read: they use the `W4` view that
         // the matrix-vector kernel's WIDE form declares (matmul_coop reads its pieces itself).
-        let wide = matches!(key.geometry, Geometry::Rows { wide: true, .. }) && key.kernel == Kernel::Matvec;
-        s += if wide { format_source(ty) } else { format_base(ty) };
+        let (f, wide) = (Format::of(ty), matches!(key.geometry, Geometry::Rows { wide: true, .. }) && key.kernel == Kernel::Matvec);
+        s += &f.consts(wide);
+        s += &unroll(include_str!("../shaders/formats/common.wgsl"), &shared);
+        s += "\n";
+        s += if wide { f.source } else { f.base() };
         s += "\n";
     }
     // The writers of the integer form's activations share their maths.
@@ -1002,11 +1127,11 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout, half } => {
             // WIDE: the format's runs per piece and vec4s per run.
             // (Formats without pieces compose the span form.)
-            let (wide, runs, rj) = match (wide, key.format.and_then(format_piece)) {
-                (true, Some((piece, runs))) => (1, runs, piece / runs / 4),
+            let (wide, runs, rj) = match (wide, key.format.and_then(|ty| Format::of(ty).pieces)) {
+                (true, Some(p)) => (1, p.runs, p.weights / p.runs / 4),
                 _ => (0, 0, 0),
             };
-            let int = int && wide == 1 && key.format.is_some_and(format_int);
+            let int = int && wide == 1 && key.format.is_some_and(|ty| Format::of(ty).int);
             assert!(!int || tokens == 1, "the integer matrix-vector form takes one token");
             // (QOUT only with the integer form: formats without it compose the plain f32 form.)
             let (qout, qnorm) = (int && qout != QuantOut::Off, int && qout == QuantOut::Norm);
@@ -1033,7 +1158,7 @@ fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
                 ("XB", xb as u32),
                 ("XR", 8u32.div_ceil(sg.max(1))),
                 ("SPANS", (wide == 0 && !xb) as u32),
-                ("BDOT", (xb && key.format.is_some_and(|ty| format_base(ty).contains("\nfn bdot("))) as u32),
+                ("BDOT", (xb && key.format.is_some_and(|ty| Format::of(ty).bdot)) as u32),
                 ("IDOT", int as u32),
                 ("RUNS", runs),
                 ("RJ", rj),
@@ -1157,11 +1282,25 @@ pub fn hollow(src: &str) -> String {
     format!("{}\n  if (true) {{ return; }}{}", &src[..open], &src[open..])
 }
 
+/// A buffer for the binding a kernel declares by this name (`@bind var<..> NAME`, see
+/// [`Composed::bindings`]).
+pub type Named<'a> = (&'static str, &'a wgpu::Buffer);
+
+/// The bind group entries of `buffers` for a kernel whose bindings are `bindings`: each
+/// declared name's buffer at its binding. A buffer whose name the kernel does not declare is
+/// left out (one list serves an op's forms: the span form of a matrix-vector kernel declares no
+/// `W4`), as is a declared name without a buffer (declared for a helper that the entry point
+/// never calls; one it reads fails the bind group's validation).
+pub fn bound<'a>(bindings: &[String], buffers: &[Named<'a>]) -> Vec<(u32, &'a wgpu::Buffer)> {
+    debug_assert!(buffers.iter().enumerate().all(|(i, b)| buffers[..i].iter().all(|a| a.0 != b.0)), "a name given twice");
+    bindings.iter().enumerate().filter_map(|(i, name)| buffers.iter().find(|b| b.0 == name).map(|b| (i as u32, b.1))).collect()
+}
+
 /// Compute pipelines, each compiled once, on the first batch that runs it
 /// ([`crate::program::Variant`]), then shared.
 #[derive(Default)]
 pub struct Kernels {
-    pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,
+    pipelines: HashMap<PipelineKey, (wgpu::ComputePipeline, std::rc::Rc<[String]>)>,
 }
 
 impl Kernels {
@@ -1180,13 +1319,19 @@ impl Kernels {
     /// the driver's compiler from unrolling the kernels' inner loops and holding their
     /// per-thread arrays in registers. The browser always compiles its own checked form.
     pub fn pipeline(&mut self, gpu: &Gpu, key: PipelineKey) -> wgpu::ComputePipeline {
+        self.compiled(gpu, key).0
+    }
+
+    /// The pipeline for `key` and its bindings' names.
+    fn compiled(&mut self, gpu: &Gpu, key: PipelineKey) -> (wgpu::ComputePipeline, std::rc::Rc<[String]>) {
         let device = &gpu.device;
         let checked = gpu.tuning().checked_shaders;
         self.pipelines
             .entry(key)
             .or_insert_with(|| {
                 let label = key.label();
-                let mut src = gpu.wgsl_source(compose(&key));
+                let Composed { wgsl, bindings } = composed(&key);
+                let mut src = gpu.wgsl_source(wgsl);
                 if gpu.tuning().hollow.hollows(key.kernel) {
                     src = hollow(&src);
                 }
@@ -1197,14 +1342,15 @@ impl Kernels {
                     // SAFETY: see above; the kernels are ours, bounded and in-bounds by construction.
                     unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
                 };
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(&label),
                     layout: None,
                     module: &module,
                     entry_point: Some("main"),
                     compilation_options: Default::default(),
                     cache: None,
-                })
+                });
+                (pipeline, bindings.into())
             })
             .clone()
     }
@@ -1219,12 +1365,13 @@ impl Kernels {
         self.pipelines.is_empty()
     }
 
-    /// `key`'s pipeline and a bind group of `buffers` at bindings 0, 1, 2 ... in order.
-    pub fn bind(&mut self, gpu: &Gpu, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> (wgpu::ComputePipeline, wgpu::BindGroup) {
+    /// `key`'s pipeline and a bind group of `buffers`, each at the binding its name declares
+    /// ([`bound`]).
+    pub fn bind(&mut self, gpu: &Gpu, key: PipelineKey, buffers: &[Named<'_>]) -> (wgpu::ComputePipeline, wgpu::BindGroup) {
         let device = &gpu.device;
-        let pipeline = self.pipeline(gpu, key);
+        let (pipeline, bindings) = self.compiled(gpu, key);
         let entries: Vec<wgpu::BindGroupEntry> =
-            buffers.iter().enumerate().map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() }).collect();
+            bound(&bindings, buffers).into_iter().map(|(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }).collect();
         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(key.kernel.name()),
             layout: &pipeline.get_bind_group_layout(0),

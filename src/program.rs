@@ -11,7 +11,7 @@ use std::rc::Rc;
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::Gpu;
-use crate::kernels::{Kernels, PipelineKey};
+use crate::kernels::{Kernels, Named, PipelineKey};
 
 /// What one recorded pass computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct Batch {
     pub all_logits: bool,
 }
 
-/// The step uniform every batched kernel reads (`struct Step` in the shaders).
+/// The step uniform every batched kernel reads (`struct Step` of `shaders/step.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct Step {
@@ -60,21 +60,21 @@ pub struct Compiler {
 pub struct Variant {
     /// What it is compiled for.
     pub key: PipelineKey,
-    buffers: Vec<wgpu::Buffer>,
+    buffers: Vec<(&'static str, wgpu::Buffer)>,
     compiler: Rc<Compiler>,
     built: OnceCell<(wgpu::ComputePipeline, wgpu::BindGroup)>,
 }
 
 impl Variant {
-    /// `key` bound to `buffers` (bindings 0, 1, ... in order), compiled on first use.
-    pub fn new(compiler: &Rc<Compiler>, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> Variant {
-        Variant { key, buffers: buffers.iter().map(|&b| b.clone()).collect(), compiler: compiler.clone(), built: OnceCell::new() }
+    /// `key` bound to `buffers` by name ([`crate::kernels::bound`]), compiled on first use.
+    pub fn new(compiler: &Rc<Compiler>, key: PipelineKey, buffers: &[Named<'_>]) -> Variant {
+        Variant { key, buffers: buffers.iter().map(|&(n, b)| (n, b.clone())).collect(), compiler: compiler.clone(), built: OnceCell::new() }
     }
 
     fn built(&self) -> &(wgpu::ComputePipeline, wgpu::BindGroup) {
         self.built.get_or_init(|| {
             let c = &self.compiler;
-            let buffers: Vec<&wgpu::Buffer> = self.buffers.iter().collect();
+            let buffers: Vec<Named<'_>> = self.buffers.iter().map(|(n, b)| (*n, b)).collect();
             c.kernels.borrow_mut().bind(&c.gpu, self.key, &buffers)
         })
     }
@@ -270,8 +270,8 @@ impl<'a> Builder<'a> {
         b
     }
 
-    /// `key` bound to `buffers` (bindings 0, 1, ... in order), compiled on first use.
-    pub fn variant(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> Variant {
+    /// `key` bound to `buffers` by name, compiled on first use.
+    pub fn variant(&mut self, key: PipelineKey, buffers: &[Named<'_>]) -> Variant {
         Variant::new(&self.compiler, key, buffers)
     }
 
@@ -288,7 +288,7 @@ impl<'a> Builder<'a> {
     }
 
     /// Appends an op of one variant that always runs, over `grid(batch)`.
-    pub fn plain(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer], grid: impl Fn(&Batch) -> [u32; 3] + 'static) {
+    pub fn plain(&mut self, key: PipelineKey, buffers: &[Named<'_>], grid: impl Fn(&Batch) -> [u32; 3] + 'static) {
         let v = self.variant(key, buffers);
         self.op(vec![v], move |b| Some((0, grid(b))));
     }

@@ -82,7 +82,7 @@ impl Builder<'_> {
         let kind = (r.ty == GgmlType::Q6_K) as u32;
         let per = RUN_WORDS / (blocks * r.ty.block_bytes() as u32 / 4);
         let p = self.uniform("repack", &RepackParams { groups, kind, blocks, per });
-        let v = self.variant(PipelineKey::plain(Kernel::Repack), &[&p, &r.buffer]);
+        let v = self.variant(PipelineKey::plain(Kernel::Repack), &[("p", &p), ("W", &r.buffer)]);
         let runs = groups.div_ceil(per);
         self.setup.push(vec![v], move |_| Some((0, grid(runs))));
     }

@@ -16,26 +16,10 @@ use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
 use webgpu_llama::kernels::{CoopTile, CpuTile, Tile};
 use webgpu_llama::linear::{matvec_max_tokens, threads_per_row};
+use webgpu_llama::synth::Rng;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
 use webgpu_llama::{oneshot, Gguf, Gpu, Llama, LoadOptions};
-
-/// xorshift64*: deterministic noise.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in [-1, 1).
-    fn uniform(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-}
 
 /// Byte offsets of the f16 scale fields (d, m, dmin) in a block of `ty` (ggml-common.h).
 fn f16_fields(ty: GgmlType) -> &'static [usize] {
@@ -60,10 +44,10 @@ fn random_weights(ty: GgmlType, n: u64, rng: &mut Rng) -> Vec<u8> {
             ggml::quantize(ty, &vals).unwrap()
         }
         _ => {
-            let mut bytes: Vec<u8> = (0..ty.tensor_bytes(n).unwrap()).map(|_| rng.next() as u8).collect();
+            let mut bytes: Vec<u8> = (0..ty.tensor_bytes(n).unwrap()).map(|_| rng.bits() as u8).collect();
             for block in bytes.chunks_exact_mut(ty.block_bytes() as usize) {
                 for &at in f16_fields(ty) {
-                    let v = (0.25 + 0.75 * rng.uniform().abs()) * 2f32.powi(-6) * if rng.next() & 1 == 1 { -1.0 } else { 1.0 };
+                    let v = (0.25 + 0.75 * rng.uniform().abs()) * 2f32.powi(-6) * if rng.bits() & 1 == 1 { -1.0 } else { 1.0 };
                     block[at..at + 2].copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
                 }
             }
@@ -120,9 +104,9 @@ fn widths(ty: GgmlType) -> Vec<u32> {
 
 /// A source holding `bytes` at byte `lead` (odd offsets included) and `trail` bytes after it.
 fn placed(bytes: &[u8], lead: usize, trail: usize, rng: &mut Rng) -> Vec<u8> {
-    let mut src: Vec<u8> = (0..lead).map(|_| rng.next() as u8).collect();
+    let mut src: Vec<u8> = (0..lead).map(|_| rng.bits() as u8).collect();
     src.extend_from_slice(bytes);
-    src.extend((0..trail).map(|_| rng.next() as u8));
+    src.extend((0..trail).map(|_| rng.bits() as u8));
     src
 }
 
@@ -345,7 +329,7 @@ fn check_format(ty: GgmlType) {
             }
         }
         // The integer form where the row is 16-byte pieces (on a split matrix too).
-        if webgpu_llama::kernels::format_int(ty) && (row_bytes % 16 == 0) {
+        if webgpu_llama::kernels::Format::of(ty).int && (row_bytes % 16 == 0) {
             check_linear_int(&shaped(&base, 0, 0, None), ty, rows_list[rows_list.len() - 1], cols, 3, &mut rng);
             check_linear_int(&shaped(&base, 0, 0, Some(cap)), ty, rows_list[rows_list.len() - 1], cols, 5, &mut rng);
         }

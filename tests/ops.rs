@@ -13,26 +13,11 @@ use common::gpu;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
 use webgpu_llama::kernels::CpuTile;
+use webgpu_llama::synth::Rng;
 use webgpu_llama::{attention, oneshot, reference, rope, Config, Gpu, KvType};
 
 /// The tokens axis.
 const TOKENS: [u32; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33, 300];
-
-/// xorshift64*: deterministic noise in [-1, 1).
-struct Rng(u64);
-
-impl Rng {
-    fn uniform(&mut self) -> f32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.uniform()).collect()
-    }
-}
 
 /// Max |got - want| over max(|want|, 1) must stay within `tol`.
 fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) {
@@ -281,7 +266,7 @@ fn linear_integer_form() {
     let base = gpu(false);
     let mut rng = Rng(23);
     let (rows, cols) = (2 * 37u32, 2048u32);
-    for ty in GgmlType::ALL.into_iter().filter(|&t| webgpu_llama::kernels::format_int(t)) {
+    for ty in GgmlType::ALL.into_iter().filter(|&t| webgpu_llama::kernels::Format::of(t).int) {
         let w = rng.vec((rows * cols) as usize);
         let bytes = ggml::quantize(ty, &w).unwrap();
         let mut exact = vec![0f32; w.len()];
