@@ -19,15 +19,10 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::config::{Config, KvType};
 use crate::gpu::Gpu;
+pub use crate::kernels::{merge_split_groups, wide_threads, MAX_SPLITS};
 use crate::kernels::{Geometry, Kernel, Named, PipelineKey, COMBINE_QUANT_MAX_HD};
 use crate::program::{Batch, Builder};
 
-/// Most key splits of one attention dispatch (the combine kernels hold 128 splits' weights in
-/// workgroup memory): 128, so that decode through the combine dispatch at a 4608-key context
-/// walks one 64-key chunk per workgroup (73 splits) instead of two (where attention merges its
-/// own splits, [`splits`] gives fewer).
-pub const MAX_SPLITS: u32 = 128;
-const _: () = assert!(MAX_SPLITS <= 128);
 /// Above this many key splits (a context past 2048 keys) the combine is
 /// `shaders/attention_combine_wide.wgsl` (256 threads a head, its loads in fewer rounds), else
 /// `attention_combine.wgsl` (64). Measured on an H200 (BENCHMARKS.md v18), the combine's GPU time
@@ -210,13 +205,6 @@ fn merge_bytes(cfg: &Config, threads: u32, heads: u32) -> u32 {
     }
 }
 
-/// Split groups of a one-token attention kernel's merge with `threads` threads and `heads` query
-/// heads of `head_dim`: as many groups of a thread per 4 dims of the heads as the threads hold,
-/// at least 1 (`attention_decode_wide.wgsl`'s; [`crate::kernels::merge_groups`]).
-pub fn merge_split_groups(head_dim: u32, heads: u32, threads: u32) -> u32 {
-    (threads / (heads * head_dim / 4).max(1)).max(1)
-}
-
 /// Keys a chunk of `attention_decode.wgsl` (`KC`, and threads a workgroup) for a one-token step
 /// at `kv_len` keys in `splits` splits: 128 where a split holds an even number of 64-key chunks
 /// (2, 4, ...), so that it walks half as many chunks in series (each chunk is a few waits on
@@ -236,13 +224,6 @@ pub fn decode_chunk(gpu: &Gpu, kv_len: u32, splits: u32) -> u32 {
 fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
     let chunks = kv_len.div_ceil(splits.max(1)).div_ceil(64);
     forced.unwrap_or(if chunks >= 2 && chunks % 2 == 0 { 128 } else { 64 })
-}
-
-/// Threads a workgroup of `shaders/attention_decode_wide.wgsl` for `head_dim` and chunks of
-/// `keys` keys (64 or 128): 8 of a chunk's key vectors and 8 of its value vectors each
-/// (`head_dim` x `keys` / 32), at least `keys`.
-pub fn wide_threads(head_dim: u32, keys: u32) -> u32 {
-    (head_dim * keys / 32).max(keys)
 }
 
 /// Whether one-token steps take `shaders/attention_decode_wide.wgsl` instead of

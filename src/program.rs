@@ -11,7 +11,8 @@ use std::rc::Rc;
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::Gpu;
-use crate::kernels::{Kernels, Named, PipelineKey};
+use crate::kernels::{Named, PipelineKey};
+use crate::pipelines::Kernels;
 
 /// What one recorded pass computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
