@@ -16,6 +16,34 @@ use crate::weights::Matrix;
 /// this many tokens; 1 has its own form).
 pub const MATVEC_TOKENS: u32 = 8;
 
+/// The forms of a linear op, each a kernel compiled for the op's matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `matvec.wgsl` for one token (with the decode fusions; the integer form where it applies).
+    OneToken,
+    /// `matvec.wgsl` for 2 to [`MATVEC_TOKENS`] tokens a dispatch.
+    FewTokens,
+    /// The matrix-matrix kernel's large tile (`matmul.wgsl` or, with matrix units,
+    /// `matmul_coop.wgsl`).
+    Tiles,
+    /// Its small tile, where the large one leaves a GPU idle (few workgroups).
+    SmallTiles,
+    /// `matmul_cpu.wgsl`: CPU adapters' longer batches.
+    Cpu,
+}
+
+impl std::fmt::Display for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Form::OneToken => "one token",
+            Form::FewTokens => "few tokens",
+            Form::Tiles => "tiles",
+            Form::SmallTiles => "small tiles",
+            Form::Cpu => "cpu",
+        })
+    }
+}
+
 /// `struct Linear` of `shaders/linear.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -561,19 +589,22 @@ impl Builder<'_> {
                 None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr, 1, rpt, un, half)), &one_bufs),
             };
             let mut variants = vec![
-                one,
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi, false)), &mv_bufs),
+                (Form::OneToken, one),
+                (
+                    Form::FewTokens,
+                    self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi, false)), &mv_bufs),
+                ),
             ];
-            // Longer batches, variant 2 (and 3): on CPU adapters the CPU matmul alone (the GPU
+            // Longer batches: on CPU adapters the CPU matmul alone (the GPU
             // tiles would never run, and each took about 1.4 s of a load on SwiftShader:
             // BENCHMARKS.md, browser section); elsewhere the large tile, and the small one where a
             // large tile leaves a GPU idle (few workgroups: a narrow matrix, a short batch).
             match cpu_tile {
-                Some(t) => variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, w.cols, Geometry::CpuTile(t)), &bufs)),
+                Some(t) => variants.push((Form::Cpu, self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, w.cols, Geometry::CpuTile(t)), &bufs))),
                 None => {
-                    variants.push(self.variant(PipelineKey::weights(mm, w.ty, w.cols, large), &mm_bufs));
+                    variants.push((Form::Tiles, self.variant(PipelineKey::weights(mm, w.ty, w.cols, large), &mm_bufs)));
                     if let Some(g) = small {
-                        variants.push(self.variant(PipelineKey::weights(mm, w.ty, w.cols, g), &mm_bufs));
+                        variants.push((Form::SmallTiles, self.variant(PipelineKey::weights(mm, w.ty, w.cols, g), &mm_bufs)));
                     }
                 }
             }
@@ -581,14 +612,16 @@ impl Builder<'_> {
             let one_tpr = if int.is_some() { tpr_int } else { tpr };
             let (rows, per_wg, per_wg_multi) =
                 (part.rows, matvec_rows_per_workgroup(one_tpr, rpt, sg, qout_kind), matvec_rows_per_workgroup(tpr.min(64), 1, sg, QuantOut::Off));
-            self.op(variants, move |b| {
+            self.op_forms(variants, move |b| {
                 Some(match b.n_tokens {
-                    1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(per_wg))),
-                    n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(mv_rows.div_ceil(per_wg_multi))),
+                    1 if mv_max >= 1 => (Form::OneToken, grid(mv_rows.div_ceil(per_wg))),
+                    n if n <= mv_max.min(MATVEC_TOKENS) => (Form::FewTokens, grid(mv_rows.div_ceil(per_wg_multi))),
                     n => match (cpu_tile, small) {
-                        (Some(t), _) => (2, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
-                        (None, Some(s)) if rows.div_ceil(large.0) * n.div_ceil(large.1) < min_large => (3, [rows.div_ceil(s.0), n.div_ceil(s.1), 1]),
-                        _ => (2, [rows.div_ceil(large.0), n.div_ceil(large.1), 1]),
+                        (Some(t), _) => (Form::Cpu, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
+                        (None, Some(s)) if rows.div_ceil(large.0) * n.div_ceil(large.1) < min_large => {
+                            (Form::SmallTiles, [rows.div_ceil(s.0), n.div_ceil(s.1), 1])
+                        }
+                        _ => (Form::Tiles, [rows.div_ceil(large.0), n.div_ceil(large.1), 1]),
                     },
                 })
             });

@@ -281,6 +281,19 @@ impl<'a> Builder<'a> {
         self.program.push(variants, plan);
     }
 
+    /// Appends an op whose forms are named (`F`: an enum with `Display`, e.g.
+    /// [`crate::attention::Form`]): `plan` picks a form by name, never by its place in the list.
+    pub fn op_forms<F: Copy + PartialEq + std::fmt::Display + 'static>(
+        &mut self,
+        forms: Vec<(F, Variant)>,
+        plan: impl Fn(&Batch) -> Option<(F, [u32; 3])> + 'static,
+    ) {
+        let (names, variants): (Vec<F>, Vec<Variant>) = forms.into_iter().unzip();
+        self.op(variants, move |b| {
+            plan(b).map(|(form, grid)| (names.iter().position(|n| *n == form).unwrap_or_else(|| panic!("form {form} was not built")), grid))
+        });
+    }
+
     /// Sets the memory traffic of the op appended last (for the profiler).
     pub fn traffic(&mut self, f: impl Fn(&Batch) -> u64 + 'static) {
         if let Some(op) = self.program.ops.last_mut() {
