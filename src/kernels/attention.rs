@@ -6,7 +6,7 @@ use super::*;
 /// Most key splits of one attention dispatch (the combine kernels hold 128 splits' weights in
 /// workgroup memory): 128, so that decode through the combine dispatch at a 4608-key context
 /// walks one 64-key chunk per workgroup (73 splits) instead of two (where attention merges its
-/// own splits, [`splits`] gives fewer).
+/// own splits, [`crate::attention::splits`] gives fewer).
 pub const MAX_SPLITS: u32 = 128;
 const _: () = assert!(MAX_SPLITS <= 128);
 
