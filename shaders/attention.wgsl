@@ -17,21 +17,19 @@
 // [tokens][q_stride] (q of head h at h * HD), 3 kc, 4 vc [ctx][n_kv * HD] (f32, or with KV16
 // [ctx][n_kv * HD / 2] u32 pairs), 5 o [tokens][o_stride],
 // 6 partials [split][token][head][HD + 2] (acc, max, sum) when num_workgroups.z > 1.
-struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
-struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> qkv: array<f32>;
+@bind var<uniform> p: Attn;
+@bind var<uniform> st: Step;
+@bind var<storage, read> qkv: array<f32>;
 //@if KV16
-@group(0) @binding(3) var<storage, read> kc: array<u32>;
-@group(0) @binding(4) var<storage, read> vc: array<u32>;
+@bind var<storage, read> kc: array<u32>;
+@bind var<storage, read> vc: array<u32>;
 //@end
 //@if !KV16
-@group(0) @binding(3) var<storage, read> kc: array<f32>;
-@group(0) @binding(4) var<storage, read> vc: array<f32>;
+@bind var<storage, read> kc: array<f32>;
+@bind var<storage, read> vc: array<f32>;
 //@end
-@group(0) @binding(5) var<storage, read_write> o: array<f32>;
-@group(0) @binding(6) var<storage, read_write> partials: array<f32>;
+@bind var<storage, read_write> o: array<f32>;
+@bind var<storage, read_write> partials: array<f32>;
 
 const BQ: u32 = 64u / TPQ;
 const DPT: u32 = HD / TPQ;

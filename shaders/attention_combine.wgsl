@@ -9,7 +9,7 @@
 // thread d adds up dims d, d + 64, ... over the splits, 8 splits' loads in flight at a time (a
 // loop of dependent loads would wait on memory once per split).
 // With QUANT (head_dim a multiple of 16, at most 512) it also writes the last token's row of the
-// head's output as quantize_half.wgsl's 24-bit integers (bindings 4 XQW, 5 XSW; the row's halves of
+// head's output as quantize_half.wgsl's 24-bit integers (XQW, XSW; the row's halves of
 // this head), for the integer form of the output projection, which one-token batches run: the
 // quantize op it would take is one dependent dispatch per layer more.
 // (Bindings: combine_io.wgsl.)

@@ -20,22 +20,20 @@
 // [tokens][q_stride] (q of head h at h * HD), 3 kc, 4 vc [ctx][n_kv * HD], 5 o [tokens][o_stride]
 // (all f32, read as vec4: HD, q_stride and o_stride are multiples of 4; with KV16 the caches as
 // vec2<u32>, 4 halves each: the same indices). Grid (rows / (WG * RQ), n_kv).
-struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
-struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
+@bind var<uniform> p: Attn;
+@bind var<uniform> st: Step;
+@bind var<storage, read> qkv: array<vec4<f32>>;
 //@if KV16
-@group(0) @binding(3) var<storage, read> kc: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec2<u32>>;
+@bind var<storage, read> kc: array<vec2<u32>>;
+@bind var<storage, read> vc: array<vec2<u32>>;
 fn ld(x: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(x.x), unpack2x16float(x.y)); }
 //@end
 //@if !KV16
-@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
+@bind var<storage, read> kc: array<vec4<f32>>;
+@bind var<storage, read> vc: array<vec4<f32>>;
 fn ld(x: vec4<f32>) -> vec4<f32> { return x; }
 //@end
-@group(0) @binding(5) var<storage, read_write> o: array<vec4<f32>>;
+@bind var<storage, read_write> o: array<vec4<f32>>;
 
 const NEG: f32 = -3.0e38; // a masked score
 

@@ -32,7 +32,7 @@
 // split that holds the token writes them into the cache. This needs no ordering: the other
 // workgroups of that split load the slot in step 1 only to discard it (the own key's score
 // comes from KOWN, past-the-end keys are masked) and step 3 stops before it; no other split or
-// KV head touches it. Binding 7: rope_kv's cos/sin table.
+// KV head touches it. cs: rope_kv's cos/sin table.
 // With `SG` (a subgroup size dividing KC, at least 2), step 2's max and sum are subgroup
 // operations, then one exchange in workgroup memory, instead of log2(KC)-level trees.
 // With `COMBINE` (and ROPE) the key splits are merged here (attention_decode_io.wgsl's `merge`).

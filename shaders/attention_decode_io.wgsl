@@ -16,48 +16,46 @@
 // ([group][split] blocks of G heads, each block whole 128-byte lines, `GS` floats), so that
 // no other workgroup's reads can have left a line of them in the merging one's cache: only a
 // group's merge reads its blocks. With `QUANT` it
-// also writes the G heads' output rows as quantize_half.wgsl's integers (bindings 8 XQW, 9
+// also writes the G heads' output rows as quantize_half.wgsl's integers (XQW,
 // XSW; head dims a multiple of 16), as the combine's QUANT does.
 // Bindings as attention.wgsl's. Grid (GQ / G, n_kv, splits).
-struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, rot: u32, _b: u32, _c: u32 };
-struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> qkv: array<f32>;
+@bind var<uniform> p: Attn;
+@bind var<uniform> st: Step;
+@bind var<storage, read> qkv: array<f32>;
 //@if KV16
 //@if ROPE
-@group(0) @binding(3) var<storage, read_write> kc: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read_write> vc: array<vec2<u32>>;
+@bind var<storage, read_write> kc: array<vec2<u32>>;
+@bind var<storage, read_write> vc: array<vec2<u32>>;
 //@end
 //@if !ROPE
-@group(0) @binding(3) var<storage, read> kc: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec2<u32>>;
+@bind var<storage, read> kc: array<vec2<u32>>;
+@bind var<storage, read> vc: array<vec2<u32>>;
 //@end
 //@end
 //@if !KV16
 //@if ROPE
-@group(0) @binding(3) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> vc: array<vec4<f32>>;
+@bind var<storage, read_write> kc: array<vec4<f32>>;
+@bind var<storage, read_write> vc: array<vec4<f32>>;
 //@end
 //@if !ROPE
-@group(0) @binding(3) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> vc: array<vec4<f32>>;
+@bind var<storage, read> kc: array<vec4<f32>>;
+@bind var<storage, read> vc: array<vec4<f32>>;
 //@end
 //@end
-@group(0) @binding(5) var<storage, read_write> o: array<f32>;
+@bind var<storage, read_write> o: array<f32>;
 //@if !COMBINE
-@group(0) @binding(6) var<storage, read_write> partials: array<f32>;
+@bind var<storage, read_write> partials: array<f32>;
 //@end
 //@if COMBINE
 struct Partials { p: array<f32, TICKETS>, tickets: array<atomic<u32>> };
-@group(0) @binding(6) var<storage, read_write> partials: Partials;
+@bind var<storage, read_write> partials: Partials;
 //@end
 //@if ROPE
-@group(0) @binding(7) var<storage, read> cs: array<f32>;
+@bind var<storage, read> cs: array<f32>;
 //@end
 //@if QUANT
-@group(0) @binding(8) var<storage, read_write> XQW: array<vec4<u32>>;
-@group(0) @binding(9) var<storage, read_write> XSW: array<vec2<f32>>;
+@bind var<storage, read_write> XQW: array<vec4<u32>>;
+@bind var<storage, read_write> XSW: array<vec2<f32>>;
 //@end
 
 const NEG: f32 = -3.0e38; // a masked score

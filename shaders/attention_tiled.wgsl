@@ -12,25 +12,23 @@
 // tile, a multiple of 8) and `KV16` (`//@if KV16`: the cache holds IEEE halves, two per u32).
 // Bindings as attention.wgsl's 0 to 5 (no key splits: batches of more than SPLIT_MAX_TOKENS).
 // Grid (rows / 64 rounded up, n_kv). With `Q4` (HD a multiple of 4) q is read as vec4s.
-struct P { n_heads: u32, n_kv: u32, q_stride: u32, o_stride: u32, scale: f32, _a: u32, _b: u32, _c: u32 };
-struct Step { n_tokens: u32, pos0: u32, splits: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
+@bind var<uniform> p: Attn;
+@bind var<uniform> st: Step;
 //@if Q4
-@group(0) @binding(2) var<storage, read> qkv: array<vec4<f32>>;
+@bind var<storage, read> qkv: array<vec4<f32>>;
 //@end
 //@if !Q4
-@group(0) @binding(2) var<storage, read> qkv: array<f32>;
+@bind var<storage, read> qkv: array<f32>;
 //@end
 //@if KV16
-@group(0) @binding(3) var<storage, read> kc: array<u32>;
-@group(0) @binding(4) var<storage, read> vc: array<u32>;
+@bind var<storage, read> kc: array<u32>;
+@bind var<storage, read> vc: array<u32>;
 //@end
 //@if !KV16
-@group(0) @binding(3) var<storage, read> kc: array<f32>;
-@group(0) @binding(4) var<storage, read> vc: array<f32>;
+@bind var<storage, read> kc: array<f32>;
+@bind var<storage, read> vc: array<f32>;
 //@end
-@group(0) @binding(5) var<storage, read_write> o: array<f32>;
+@bind var<storage, read_write> o: array<f32>;
 
 const BQ: u32 = 64u;
 const KPT: u32 = BKV / 8u; // keys per thread (score phase)

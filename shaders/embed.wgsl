@@ -6,14 +6,13 @@
 // Bindings: 0 part {row_start, rows, d}, 1 step {n_tokens}, 2 tokens [n] u32, 3 W: the part's rows
 // as stored (row r at byte r * row_bytes), 4 Y [n][d] f32. Grid (d / 64, n): one thread per element.
 struct Part { row_start: u32, rows: u32, d: u32, _a: u32 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> part: Part;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> tokens: array<u32>;
-@group(0) @binding(3) var<storage, read> W: array<u32>;
-@group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+@bind var<uniform> part: Part;
+@bind var<uniform> st: Step;
+@bind var<storage, read> tokens: array<u32>;
+@bind var<storage, read> W: array<u32>;
+@bind var<storage, read_write> Y: array<f32>;
 // Not bound: the dot-product helpers of common.wgsl read X, which the gather never calls.
-@group(0) @binding(15) var<storage, read> X: array<vec4<f32>>;
+@bind var<storage, read> X: array<vec4<f32>>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {

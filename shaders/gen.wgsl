@@ -8,6 +8,5 @@ struct Gen {
   top_p: f32, min_p: f32, temperature: f32, penalty: f32,
   window: u32, given: u32, slots: u32, vocab: u32,
 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> g: Gen;
-@group(0) @binding(1) var<uniform> st: Step;
+@bind var<uniform> g: Gen;
+@bind var<uniform> st: Step;

@@ -12,25 +12,24 @@
 // the logits after the last token alone; it reads X row n - 1 and writes Y row 0). `eps`: the
 // RMSNorm epsilon of matvec's fused norm (NORM).
 struct Linear { rows: u32, cols: u32, x_stride: u32, y_stride: u32, y0: u32, accumulate: u32, last_only: u32, eps: f32 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: Linear;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> W: array<u32>;
+@bind var<uniform> p: Linear;
+@bind var<uniform> st: Step;
+@bind var<storage, read> W: array<u32>;
 //@if !XH
-@group(0) @binding(3) var<storage, read> X: array<vec4<f32>>;
+@bind var<storage, read> X: array<vec4<f32>>;
 //@end
 //@if XH
-// matmul_coop reads the activations as split.wgsl's f16 halves, 8 a vec4<u32>: hi here (lo at
-// its binding 5).
-@group(0) @binding(3) var<storage, read> X: array<vec4<u32>>;
+// matmul_coop reads the activations as split.wgsl's f16 halves, 8 a vec4<u32>: hi here (lo as
+// its XL).
+@bind var<storage, read> X: array<vec4<u32>>;
 //@end
 //@if !HALF_ROWS
-@group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+@bind var<storage, read_write> Y: array<f32>;
 //@end
 //@if HALF_ROWS
 // matvec.wgsl's HALF_ROWS: Y is an f16 cache, two halves a word (linear::AT_POSITION16), written
 // as words (an f32 view would carry them through float registers, which may flush subnormals).
-@group(0) @binding(4) var<storage, read_write> Y: array<u32>;
+@bind var<storage, read_write> Y: array<u32>;
 //@end
 
 // Token rows this dispatch computes, and the X row of the first.

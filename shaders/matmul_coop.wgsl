@@ -2,7 +2,7 @@
 // wgpu's cooperative-matrix extension (native only; kernels::compose puts `enable f16;` and
 // `enable wgpu_cooperative_matrix;` first). Bindings and layout: linear.wgsl, except that X is
 // the activations as split.wgsl's f16 halves (8 a vec4<u32>, rows of LD = cols rounded up to
-// 32): hi at binding 3 and, with a split, lo at binding 5. Picked by linear.rs instead of
+// 32): hi as X and, with a split, lo as XL. Picked by linear.rs instead of
 // matmul.wgsl when gpu::Tuning::coop is set, which needs 16x16x16 f16 x f16 -> f32 matrices and
 // 32-wide subgroups. Composed with `const BM, BN` (the tile: weight rows x tokens), `FM, FN`
 // (a subgroup's block: 16 FM rows x 16 FN tokens), `SGM, SGN` (BM / 16 FM, BN / 16 FN), `SPLIT`
@@ -33,7 +33,7 @@ const BK: u32 = 32u;
 const L4: u32 = (BK + 8u) / 4u;
 const WG: u32 = 32u * SGM * SGN;
 //@if SPLIT
-@group(0) @binding(5) var<storage, read> XL: array<vec4<u32>>;
+@bind var<storage, read> XL: array<vec4<u32>>;
 //@end
 // WV: weights whose rows are whole 16-byte pieces (every part is a buffer of its own, so they
 // are aligned), read through this view of W's binding (the kernel then reads W only through
@@ -44,7 +44,7 @@ const WG: u32 = 32u * SGM * SGN;
 // bounded this kernel: pp512 of the Llama-3.2-1B shape went from 13.6k to 26.0k tok/s (F16, WP;
 // BENCHMARKS.md v16) and from 14.4k to 21.4k (Q4_K_M, WQ4K and WQ6K; v17).
 //@if WV
-@group(0) @binding(2) var<storage, read> W4: array<vec4<u32>>;
+@bind(W) var<storage, read> W4: array<vec4<u32>>;
 //@end
 // The step's tiles, as rows of L4: the weights' BM rows (matrix A, row-major), then the
 // activations' BN token rows (matrix B, column-major K x N); with a split, the remainders in Tl:

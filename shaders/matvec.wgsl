@@ -51,7 +51,7 @@ fn dqm(rb: u32, cb: u32, o: u32) -> vec4<f32> {
 }
 
 //@if NORM
-@group(0) @binding(5) var<storage, read> NW: array<vec4<f32>>;
+@bind var<storage, read> NW: array<vec4<f32>>;
 
 fn nw1(i: u32) -> f32 {
   return NW[i >> 2u][i & 3u];
@@ -71,10 +71,10 @@ fn nw4(c: u32) -> vec4<f32> {
 // of a span's 4-byte loads.
 //@if WIDE
 //@if NORM
-@group(0) @binding(6) var<storage, read> W4: array<vec4<u32>>;
+@bind var<storage, read> W4: array<vec4<u32>>;
 //@end
 //@if !NORM
-@group(0) @binding(5) var<storage, read> W4: array<vec4<u32>>;
+@bind var<storage, read> W4: array<vec4<u32>>;
 //@end
 //@end
 
@@ -92,8 +92,8 @@ fn nw4(c: u32) -> vec4<f32> {
 // divided by sqrt(mean(x^2) + eps) at the end, as NORM does (a half's integers do not change
 // with a positive scale of its values). SS = NORM or INORM.
 //@if IDOT
-@group(0) @binding(6) var<storage, read> XQ: array<vec4<u32>>;
-@group(0) @binding(7) var<storage, read> XS: array<vec2<f32>>;
+@bind var<storage, read> XQ: array<vec4<u32>>;
+@bind var<storage, read> XS: array<vec2<f32>>;
 
 // Run r of piece q against the digits (h, m, l) of an activation half: the integer products,
 // summed (in f32: 65536 (n . h) can pass 2^31; each dot product is exact, the sum rounds at
@@ -114,12 +114,12 @@ fn idot(q: Piece, r: u32, xh: vec4<u32>, xm: vec4<u32>, xl: vec4<u32>) -> f32 {
 // squares for the consumer's INORM. The residual stream's writers (the output and down
 // projections) and the SwiGLU matvec (whose rows the down projection reads) take it.
 //@if QOUT
-@group(0) @binding(8) var<storage, read_write> XQW: array<vec4<u32>>;
-@group(0) @binding(9) var<storage, read_write> XSW: array<vec2<f32>>;
+@bind var<storage, read_write> XQW: array<vec4<u32>>;
+@bind var<storage, read_write> XSW: array<vec2<f32>>;
 var<workgroup> QV: array<f32, 16>; // the workgroup's output rows
 //@end
 //@if QNORM
-@group(0) @binding(10) var<storage, read> NWQ: array<vec4<f32>>;
+@bind var<storage, read> NWQ: array<vec4<f32>>;
 //@end
 
 // WGRED (more threads a row than LANES): per thread, token k's sum for row i of its group at

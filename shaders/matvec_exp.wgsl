@@ -8,13 +8,12 @@
 // ((e - e0) * rows + r) * row_bytes), 4 X [tokens][x_stride], 5 Y [tokens][y_stride].
 // Workgroup (x, j, i): RPW rows x TPR threads of pick j of token i, reduced in workgroup memory.
 struct P { rows: u32, cols: u32, experts: u32, y0: u32, k: u32, x_stride: u32, y_stride: u32, _a: u32 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> sel: array<u32>;
-@group(0) @binding(3) var<storage, read> W: array<u32>;
-@group(0) @binding(4) var<storage, read> X: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> Y: array<f32>;
+@bind var<uniform> p: P;
+@bind var<uniform> st: Step;
+@bind var<storage, read> sel: array<u32>;
+@bind var<storage, read> W: array<u32>;
+@bind var<storage, read> X: array<vec4<f32>>;
+@bind var<storage, read_write> Y: array<f32>;
 var<workgroup> part: array<f32, 64>;
 
 @compute @workgroup_size(64)

@@ -5,12 +5,11 @@
 // 3 sel [tokens][k] u32, 4 gate [tokens][k] f32. One invocation per token: E <= 256, k <= 16
 // (checked at load).
 struct P { E: u32, k: u32, _a: u32, _b: u32 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> r: array<f32>;
-@group(0) @binding(3) var<storage, read_write> sel: array<u32>;
-@group(0) @binding(4) var<storage, read_write> gate: array<f32>;
+@bind var<uniform> p: P;
+@bind var<uniform> st: Step;
+@bind var<storage, read> r: array<f32>;
+@bind var<storage, read_write> sel: array<u32>;
+@bind var<storage, read_write> gate: array<f32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {

@@ -8,8 +8,8 @@
 // when no earlier entry holds the same id, so no two threads write one logit.
 // Bindings: 0 gen (sample::GenParams), 1 step {n_tokens, pos0}, 2 hist [window] u32: the id at
 // sequence index s in hist[s % window], 3 logits [vocab] f32.
-@group(0) @binding(2) var<storage, read> hist: array<u32>;
-@group(0) @binding(3) var<storage, read_write> logits: array<f32>;
+@bind var<storage, read> hist: array<u32>;
+@bind var<storage, read_write> logits: array<f32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) l: vec3u) {

@@ -12,10 +12,10 @@
 // `sample::reference_pick` is the same draw on the CPU. One invocation: at most 128 candidates.
 // Bindings: 0 gen (sample::GenParams), 1 step {n_tokens, pos0}, 2 top-k out [k] of (id, f32 bits),
 // 3 tokens [..] u32 (the embedding's input), 4 ids [slots] u32, 5 hist [window] u32.
-@group(0) @binding(2) var<storage, read> top: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
-@group(0) @binding(4) var<storage, read_write> ids: array<u32>;
-@group(0) @binding(5) var<storage, read_write> hist: array<u32>;
+@bind var<storage, read> top: array<vec2<u32>>;
+@bind var<storage, read_write> tokens: array<u32>;
+@bind var<storage, read_write> ids: array<u32>;
+@bind var<storage, read_write> hist: array<u32>;
 
 const NONE: u32 = 0xffffffffu;
 

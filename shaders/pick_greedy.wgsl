@@ -5,10 +5,10 @@
 // more on the top-k kernel's 256-thread rounds and on pick.wgsl's untaken sampling loops than
 // on a step's forward pass on small models. GPUs keep the top-k kernel (many workgroups).
 // Bindings as pick.wgsl's, but 2: logits [vocab] f32 (the step's row).
-@group(0) @binding(2) var<storage, read> logits: array<f32>;
-@group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
-@group(0) @binding(4) var<storage, read_write> ids: array<u32>;
-@group(0) @binding(5) var<storage, read_write> hist: array<u32>;
+@bind var<storage, read> logits: array<f32>;
+@bind var<storage, read_write> tokens: array<u32>;
+@bind var<storage, read_write> ids: array<u32>;
+@bind var<storage, read_write> hist: array<u32>;
 
 const WG: u32 = 64u;
 const NONE: u32 = 0xffffffffu;

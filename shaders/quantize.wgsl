@@ -16,13 +16,12 @@
 // per workgroup; one workgroup for the row would leave the GPU idle for longer). n and x_stride
 // multiples of 16 and 4.
 struct P { n: u32, eps: f32, norm: u32, x_stride: u32 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> w: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> XQW: array<vec4<u32>>;
-@group(0) @binding(5) var<storage, read_write> XSW: array<vec2<f32>>;
+@bind var<uniform> p: P;
+@bind var<uniform> st: Step;
+@bind var<storage, read> x: array<vec4<f32>>;
+@bind var<storage, read> w: array<vec4<f32>>;
+@bind var<storage, read_write> XQW: array<vec4<u32>>;
+@bind var<storage, read_write> XSW: array<vec2<f32>>;
 
 var<workgroup> part: array<f32, 64>;
 

@@ -18,8 +18,8 @@
 // Bindings: 0 {groups, kind, G, PER}, 1 W: the rows from byte 0. Grid: a workgroup per run,
 // wrapping into workgroup_id.y past 65535 (program::grid).
 struct P { groups: u32, kind: u32, blocks: u32, per: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read_write> W: array<u32>;
+@bind var<uniform> p: P;
+@bind var<storage, read_write> W: array<u32>;
 var<workgroup> g: array<u32, 420>;
 
 // The halfword at even byte b of the run as uploaded.

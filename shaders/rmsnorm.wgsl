@@ -5,12 +5,11 @@
 // workgroup (grid (n_tokens / ROWS, 1)): CPU implementations run a workgroup's invocations as
 // SIMD lanes and each barrier as a switch between them, which a 256-wide tree pays 8 times a row.
 struct P { n: u32, eps: f32, _a: u32, _b: u32 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read> w: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@bind var<uniform> p: P;
+@bind var<uniform> st: Step;
+@bind var<storage, read> x: array<f32>;
+@bind var<storage, read> w: array<f32>;
+@bind var<storage, read_write> y: array<f32>;
 //@if ROWS
 @compute @workgroup_size(ROWS)
 fn main(@builtin(global_invocation_id) g: vec3u) {

@@ -12,18 +12,17 @@
 // values make one u32 of the f16 cache) and copies v value i (f16: v pair i): each cache word is
 // written by one thread.
 struct P { n_heads: u32, n_kv: u32, head_dim: u32, n_rot: u32, qkv_stride: u32, _a: u32, _b: u32, _c: u32 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> cs: array<f32>;
-@group(0) @binding(3) var<storage, read_write> q: array<f32>;
+@bind var<uniform> p: P;
+@bind var<uniform> st: Step;
+@bind var<storage, read> cs: array<f32>;
+@bind var<storage, read_write> q: array<f32>;
 //@if KV16
-@group(0) @binding(4) var<storage, read_write> kc: array<u32>;
-@group(0) @binding(5) var<storage, read_write> vc: array<u32>;
+@bind var<storage, read_write> kc: array<u32>;
+@bind var<storage, read_write> vc: array<u32>;
 //@end
 //@if !KV16
-@group(0) @binding(4) var<storage, read_write> kc: array<f32>;
-@group(0) @binding(5) var<storage, read_write> vc: array<f32>;
+@bind var<storage, read_write> kc: array<f32>;
+@bind var<storage, read_write> vc: array<f32>;
 //@end
 
 @compute @workgroup_size(64)

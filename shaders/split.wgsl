@@ -5,12 +5,11 @@
 // Bindings: 0 {cols, x_stride}, 1 step {n_tokens}, 2 x, 3 hi, 4 lo ([tokens][LD] f16, as vec4s).
 // Grid (LD / 4 / 64, n_tokens): four values per invocation.
 struct P { cols: u32, x_stride: u32, _a: u32, _b: u32 };
-struct Step { n_tokens: u32, pos0: u32, _c: u32, _d: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-@group(0) @binding(3) var<storage, read_write> hi: array<vec4<f16>>;
-@group(0) @binding(4) var<storage, read_write> lo: array<vec4<f16>>;
+@bind var<uniform> p: P;
+@bind var<uniform> st: Step;
+@bind var<storage, read> x: array<f32>;
+@bind var<storage, read_write> hi: array<vec4<f16>>;
+@bind var<storage, read_write> lo: array<vec4<f16>>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {

@@ -1,8 +1,8 @@
 // stream: reads a buffer once, 16 bytes per load and four loads in flight per thread, side by
 // side across the threads: the best case of a weight kernel's reads, timed by the bench as the
 // device's measured read bandwidth (bench::read_bandwidth).
-@group(0) @binding(0) var<storage, read> S: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> O: array<u32>;
+@bind var<storage, read> S: array<vec4<u32>>;
+@bind var<storage, read_write> O: array<u32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) n: vec3u) {

@@ -3,10 +3,9 @@
 // of a row of `stride` values). Bindings: 0 {n, u0, stride}, 1 step {n_tokens}, 2 gu.
 // Grid (n / 64, n_tokens).
 struct P { n: u32, u0: u32, stride: u32, _c: u32 };
-struct Step { n_tokens: u32, pos0: u32, _a: u32, _b: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<uniform> st: Step;
-@group(0) @binding(2) var<storage, read_write> gu: array<f32>;
+@bind var<uniform> p: P;
+@bind var<uniform> st: Step;
+@bind var<storage, read_write> gu: array<f32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {

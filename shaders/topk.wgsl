@@ -10,10 +10,10 @@
 // Bindings: 0 {n, k, stage}, 1 logits [n], 2 candidates [slices * k] of (id, f32 bits),
 // 3 out [k] of (id, f32 bits). Empty entries have id 0xffffffff.
 struct P { n: u32, k: u32, stage: u32, _p: u32 };
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> logits: array<f32>;
-@group(0) @binding(2) var<storage, read_write> cand: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read_write> out: array<vec2<u32>>;
+@bind var<uniform> p: P;
+@bind var<storage, read> logits: array<f32>;
+@bind var<storage, read_write> cand: array<vec2<u32>>;
+@bind var<storage, read_write> out: array<vec2<u32>>;
 
 const SLICE: u32 = 1024u;
 const NONE: u32 = 0xffffffffu;

@@ -19,15 +19,10 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::config::{Config, KvType};
 use crate::gpu::Gpu;
-use crate::kernels::{Geometry, Kernel, PipelineKey, COMBINE_QUANT_MAX_HD};
+pub use crate::kernels::{merge_split_groups, wide_threads, MAX_SPLITS};
+use crate::kernels::{Geometry, Kernel, Named, PipelineKey, COMBINE_QUANT_MAX_HD};
 use crate::program::{Batch, Builder};
 
-/// Most key splits of one attention dispatch (the combine kernels hold 128 splits' weights in
-/// workgroup memory): 128, so that decode through the combine dispatch at a 4608-key context
-/// walks one 64-key chunk per workgroup (73 splits) instead of two (where attention merges its
-/// own splits, [`splits`] gives fewer).
-pub const MAX_SPLITS: u32 = 128;
-const _: () = assert!(MAX_SPLITS <= 128);
 /// Above this many key splits (a context past 2048 keys) the combine is
 /// `shaders/attention_combine_wide.wgsl` (256 threads a head, its loads in fewer rounds), else
 /// `attention_combine.wgsl` (64). Measured on an H200 (BENCHMARKS.md v18), the combine's GPU time
@@ -38,7 +33,42 @@ pub const WIDE_COMBINE_SPLITS: u32 = 32;
 /// Key splits are used only for batches of at most this many tokens.
 pub const SPLIT_MAX_TOKENS: u32 = 8;
 
-/// `struct P` of `shaders/attention.wgsl`.
+/// The forms of the attention op, each a kernel compiled for the op's shapes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `attention.wgsl` shaped for few query rows (many threads a row): small batches, their
+    /// keys split.
+    FewRows,
+    /// `attention.wgsl` shaped for more query rows.
+    ManyRows,
+    /// `attention_cpu.wgsl`: a CPU adapter's batches whose keys are not split.
+    Cpu,
+    /// `attention_cpu.wgsl` for one token: a query row a lane.
+    CpuOneToken,
+    /// `attention_tiled.wgsl`: GPUs' batches past [`SPLIT_MAX_TOKENS`] (prefill).
+    Tiled,
+    /// `attention_decode.wgsl` (or `attention_decode_wide.wgsl`) for one token, in chunks of
+    /// this many keys (64 or 128, [`decode_chunk`]).
+    OneToken(u32),
+    /// The same with one query head a workgroup: short steps ([`short_steps_one_head`]).
+    OneTokenOneHead,
+}
+
+impl std::fmt::Display for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Form::FewRows => f.write_str("few rows"),
+            Form::ManyRows => f.write_str("many rows"),
+            Form::Cpu => f.write_str("cpu"),
+            Form::CpuOneToken => f.write_str("cpu one token"),
+            Form::Tiled => f.write_str("tiled"),
+            Form::OneToken(keys) => write!(f, "one token, {keys}-key chunks"),
+            Form::OneTokenOneHead => f.write_str("one token, one head a workgroup"),
+        }
+    }
+}
+
+/// `struct Attn` of `shaders/attention_params.wgsl` (every attention kernel's `p`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct AttentionParams {
@@ -210,13 +240,6 @@ fn merge_bytes(cfg: &Config, threads: u32, heads: u32) -> u32 {
     }
 }
 
-/// Split groups of a one-token attention kernel's merge with `threads` threads and `heads` query
-/// heads of `head_dim`: as many groups of a thread per 4 dims of the heads as the threads hold,
-/// at least 1 (`attention_decode_wide.wgsl`'s; [`crate::kernels::merge_groups`]).
-pub fn merge_split_groups(head_dim: u32, heads: u32, threads: u32) -> u32 {
-    (threads / (heads * head_dim / 4).max(1)).max(1)
-}
-
 /// Keys a chunk of `attention_decode.wgsl` (`KC`, and threads a workgroup) for a one-token step
 /// at `kv_len` keys in `splits` splits: 128 where a split holds an even number of 64-key chunks
 /// (2, 4, ...), so that it walks half as many chunks in series (each chunk is a few waits on
@@ -236,13 +259,6 @@ pub fn decode_chunk(gpu: &Gpu, kv_len: u32, splits: u32) -> u32 {
 fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
     let chunks = kv_len.div_ceil(splits.max(1)).div_ceil(64);
     forced.unwrap_or(if chunks >= 2 && chunks % 2 == 0 { 128 } else { 64 })
-}
-
-/// Threads a workgroup of `shaders/attention_decode_wide.wgsl` for `head_dim` and chunks of
-/// `keys` keys (64 or 128): 8 of a chunk's key vectors and 8 of its value vectors each
-/// (`head_dim` x `keys` / 32), at least `keys`.
-pub fn wide_threads(head_dim: u32, keys: u32) -> u32 {
-    (head_dim * keys / 32).max(keys)
 }
 
 /// Whether one-token steps take `shaders/attention_decode_wide.wgsl` instead of
@@ -434,19 +450,21 @@ impl Builder<'_> {
         };
         let p = self.uniform("attention", &params);
         let step = self.step.clone();
-        let bufs = [&p, &step, io.qkv, io.k_cache, io.v_cache, io.out, io.partials];
+        let bufs = [("p", &p), ("st", &step), ("qkv", io.qkv), ("kc", io.k_cache), ("vc", io.v_cache), ("o", io.out), ("partials", io.partials)];
         let decode = geometry(cfg.head_dim, g, shared, cfg.kv);
         let prefill = geometry(cfg.head_dim, 16, shared, cfg.kv);
         let (bq_decode, bq_prefill) = (rows_per_workgroup(&decode), rows_per_workgroup(&prefill));
-        let mut variants =
-            vec![self.variant(PipelineKey::new(Kernel::Attention, decode), &bufs), self.variant(PipelineKey::new(Kernel::Attention, prefill), &bufs)];
-        // On CPU adapters: variant 2, and for one-token steps variant 3 (one query row a lane).
+        let mut variants = vec![
+            (Form::FewRows, self.variant(PipelineKey::new(Kernel::Attention, decode), &bufs)),
+            (Form::ManyRows, self.variant(PipelineKey::new(Kernel::Attention, prefill), &bufs)),
+        ];
+        // On CPU adapters: Cpu, and for one-token steps CpuOneToken (one query row a lane).
         let cpu = (self.gpu.is_cpu() && self.gpu.tuning().cpu_attention && cfg.head_dim % 4 == 0).then(|| {
             let sg = self.gpu.tuning().cpu_subgroup;
             let geometry = cpu_geometry(cfg.head_dim, sg, cfg.kv);
             let one = cpu_one_token_geometry(cfg.head_dim, sg, cfg.kv);
-            for geometry in [geometry, one] {
-                variants.push(self.variant(PipelineKey::new(Kernel::AttentionCpu, geometry), &bufs[..6]));
+            for (form, geometry) in [(Form::Cpu, geometry), (Form::CpuOneToken, one)] {
+                variants.push((form, self.variant(PipelineKey::new(Kernel::AttentionCpu, geometry), &bufs)));
             }
             (rows_per_workgroup(&geometry), rows_per_workgroup(&one))
         });
@@ -454,9 +472,9 @@ impl Builder<'_> {
         // (Its vec4 reads of q need whole vec4 rows.)
         let q4_rows = cfg.head_dim % 4 != 0 || io.q_stride % 4 == 0;
         let tiled = (tiled_kernel(self.gpu, cfg) && q4_rows).then(|| tiled_geometry(cfg.head_dim, shared, cfg.kv)).flatten().map(|geometry| {
-            variants.push(self.variant(PipelineKey::new(Kernel::AttentionTiled, geometry), &bufs[..6]));
-            variants.len() - 1
+            variants.push((Form::Tiled, self.variant(PipelineKey::new(Kernel::AttentionTiled, geometry), &bufs)));
         });
+        let tiled = tiled.is_some();
         // The output projection's integers, for one-token batches: by a quantize op where the
         // keys are not split, else by whichever merges the splits (the decode kernel or the
         // combine). (Taken here: the decode kernel binds them, the quantize op after it writes
@@ -471,15 +489,12 @@ impl Builder<'_> {
             let (kv_f16, rope) = (cfg.kv == KvType::F16, io.rope.is_some());
             let (combine, v_cached) = (merges, io.v_cached);
             let tickets = if merges { tickets_at(cfg) } else { 0 };
-            let mut with_rope = bufs.to_vec();
-            with_rope.extend(io.rope);
-            if let Some((xq, xs)) = quant_bufs.as_ref().filter(|_| merges) {
-                with_rope.extend([xq, xs]);
-            }
+            // With RoPE its cos/sin table (cs), where it merges its splits the integers out.
+            let quant_out = quant_bufs.iter().filter(|_| merges).flat_map(|(xq, xs)| [("XQW", xq), ("XSW", xs)]);
+            let with_rope: Vec<Named<'_>> = bufs.into_iter().chain(io.rope.map(|cs| ("cs", cs))).chain(quant_out).collect();
             // Chunks of 64 keys, and of 128 where they fit and a split can hold more than 64 keys
             // (decode_chunk picks per step): where the kernel merges its splits (their rule gives
             // splits of several chunks), or splits or chunks are forced.
-            let first = variants.len();
             let t = self.gpu.tuning();
             let wide_kernel = merges && decode_wide(self.gpu, cfg);
             let prefetch = !wide_kernel && t.attn_prefetch.unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
@@ -507,36 +522,35 @@ impl Builder<'_> {
                 owned: wide_kernel && decode_owned(self.gpu, cfg),
             };
             for keys in [64, 128].into_iter().filter(|&k| k == 64 || chunk128) {
-                variants.push(self.variant(PipelineKey::new(kernel, geometry(heads, keys)), &with_rope));
+                variants.push((Form::OneToken(keys), self.variant(PipelineKey::new(kernel, geometry(heads, keys)), &with_rope)));
             }
-            let chunk128 = variants.len() - first > 1;
             // Short steps' one head a workgroup, in 64-key chunks (a split of a short step holds
             // one under the default split rule; steps whose chunks are 128 keys keep `heads`).
-            let one_head = short_steps_one_head(self.gpu, cfg, merges, wide_kernel).map(|until| {
-                variants.push(self.variant(PipelineKey::new(kernel, geometry(1, 64)), &with_rope));
-                (variants.len() - 1, until)
-            });
-            (first, g / heads, chunk128, one_head)
+            let one_head = short_steps_one_head(self.gpu, cfg, merges, wide_kernel);
+            if one_head.is_some() {
+                variants.push((Form::OneTokenOneHead, self.variant(PipelineKey::new(kernel, geometry(1, 64)), &with_rope)));
+            }
+            (g / heads, chunk128, one_head)
         });
         // The decode kernel merges one-token batches' splits itself.
         let merged = move |b: &Batch| merges && one.is_some() && b.n_tokens == 1;
         let n_kv = cfg.n_kv_heads;
         let forced = self.gpu.tuning().attn_chunk;
-        self.op(variants, move |b: &Batch| {
+        self.op_forms(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
             Some(match (cpu, one, tiled) {
-                (_, Some((i, parts, chunk128, one_head)), _) if b.n_tokens == 1 => {
+                (_, Some((parts, chunk128, one_head)), _) if b.n_tokens == 1 => {
                     let keys = chunk_keys(forced, b.pos0 + 1, b.splits);
                     match one_head {
-                        Some((j, until)) if b.pos0 < until && keys == 64 => (j, [g, n_kv, b.splits]),
-                        _ => (i + (chunk128 && keys == 128) as usize, [parts, n_kv, b.splits]),
+                        Some(until) if b.pos0 < until && keys == 64 => (Form::OneTokenOneHead, [g, n_kv, b.splits]),
+                        _ => (Form::OneToken(if chunk128 && keys == 128 { 128 } else { 64 }), [parts, n_kv, b.splits]),
                     }
                 }
-                (Some((_, per_wg_one)), _, _) if b.n_tokens == 1 && b.splits == 1 => (3, [rows.div_ceil(per_wg_one), n_kv, 1]),
-                (Some((per_wg, _)), _, _) if b.n_tokens > SPLIT_MAX_TOKENS || b.splits == 1 => (2, [rows.div_ceil(per_wg), n_kv, 1]),
-                (_, _, Some(i)) if b.n_tokens > SPLIT_MAX_TOKENS => (i, [rows.div_ceil(64), n_kv, 1]),
-                _ if rows <= bq_decode => (0, [rows.div_ceil(bq_decode), n_kv, b.splits]),
-                _ => (1, [rows.div_ceil(bq_prefill), n_kv, b.splits]),
+                (Some((_, per_wg_one)), _, _) if b.n_tokens == 1 && b.splits == 1 => (Form::CpuOneToken, [rows.div_ceil(per_wg_one), n_kv, 1]),
+                (Some((per_wg, _)), _, _) if b.n_tokens > SPLIT_MAX_TOKENS || b.splits == 1 => (Form::Cpu, [rows.div_ceil(per_wg), n_kv, 1]),
+                (_, _, true) if b.n_tokens > SPLIT_MAX_TOKENS => (Form::Tiled, [rows.div_ceil(64), n_kv, 1]),
+                _ if rows <= bq_decode => (Form::FewRows, [rows.div_ceil(bq_decode), n_kv, b.splits]),
+                _ => (Form::ManyRows, [rows.div_ceil(bq_prefill), n_kv, b.splits]),
             })
         });
         // The cache's keys and values once, q in and o out.
@@ -544,19 +558,21 @@ impl Builder<'_> {
         self.traffic(move |b| (b.pos0 + b.n_tokens) as u64 * kv_row + b.n_tokens as u64 * q_row);
         let cp = CombineParams { n_heads: cfg.n_heads, head_dim: cfg.head_dim, o_stride: q_dim, pad: 0 };
         let c = self.uniform("attention combine", &cp);
-        let mut cbufs = vec![&c, &step, io.partials, io.out];
+        let mut cbufs = vec![("p", &c), ("st", &step), ("partials", io.partials), ("o", io.out)];
         let quant = quant_bufs.map(|pair| self.quantize_into(pair, io.out, q_dim, q_dim, None, |b| b.splits == 1));
         if let Some((xq, xs)) = &quant {
-            cbufs.extend([xq, xs]);
+            cbufs.extend([("XQW", xq), ("XSW", xs)]);
         }
         let geometry = Geometry::Combine { quant: quant.is_some() };
         // The wide form only where a context or forced splits can reach it (one compile less at
         // load; the 64-thread form merges up to MAX_SPLITS too).
         let wide = cfg.ctx > 64 * WIDE_COMBINE_SPLITS || self.gpu.tuning().splits.is_some_and(|s| s > WIDE_COMBINE_SPLITS);
         let kernels = [Kernel::AttentionCombine, Kernel::AttentionCombineWide];
-        let combine = kernels[..1 + wide as usize].iter().map(|&kernel| self.variant(PipelineKey::new(kernel, geometry), &cbufs)).collect();
+        let combine = kernels[..1 + wide as usize].iter().map(|&kernel| (kernel, self.variant(PipelineKey::new(kernel, geometry), &cbufs))).collect();
         let n_heads = cfg.n_heads;
-        self.op(combine, move |b| (b.splits > 1 && !merged(b)).then_some(((wide && b.splits > WIDE_COMBINE_SPLITS) as usize, [n_heads, b.n_tokens, 1])));
+        self.op_forms(combine, move |b| {
+            (b.splits > 1 && !merged(b)).then_some((kernels[(wide && b.splits > WIDE_COMBINE_SPLITS) as usize], [n_heads, b.n_tokens, 1]))
+        });
         if quant.is_some() {
             self.mark_quantized_read();
         }

@@ -493,10 +493,11 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
 /// # Errors
 /// [`crate::Error::Gpu`] when the device fails or is lost.
 pub async fn read_bandwidth(gpu: &Gpu, bytes: u64, reps: u32, passes: u32) -> Result<Stat> {
-    use crate::kernels::{Kernel, Kernels, PipelineKey};
+    use crate::kernels::{Kernel, PipelineKey};
+    use crate::pipelines::Kernels;
     let src = gpu.storage("stream source", bytes);
     let out = gpu.storage("stream output", 16);
-    let (pipeline, bind) = Kernels::new().bind(gpu, PipelineKey::plain(Kernel::Stream), &[&src, &out]);
+    let (pipeline, bind) = Kernels::new().bind(gpu, PipelineKey::plain(Kernel::Stream), &[("S", &src), ("O", &out)]);
     let pass = |n: u32| {
         let mut enc = gpu.device.create_command_encoder(&Default::default());
         {

@@ -119,7 +119,7 @@ pub struct Tuning {
     /// Attention of batches beyond [`crate::attention::SPLIT_MAX_TOKENS`] tokens with the CPU
     /// kernel (`shaders/attention_cpu.wgsl`) when [`Tuning::cpu`] is set.
     pub cpu_attention: bool,
-    /// Natively, keep wgpu's injected shader runtime checks (see [`crate::kernels::Kernels::pipeline`]).
+    /// Natively, keep wgpu's injected shader runtime checks (see [`crate::pipelines::Kernels::pipeline`]).
     pub checked_shaders: bool,
     /// Natively, wait for a readback by polling the device in a loop (one CPU core busy, for at
     /// most [`SPIN_LIMIT`], then a blocking wait) instead of sleeping in the driver's fence wait,

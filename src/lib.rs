@@ -3,8 +3,9 @@
 //! Metal, DX12 through wgpu) and in the browser.
 //!
 //! Layers, each using only the ones before it: [`gguf`] (container) -> [`ggml`] (tensor types,
-//! CPU dequantisation) -> [`config`] (hyperparameters) -> [`gpu`] (device, kernels) ->
-//! [`kernels`] (WGSL, pipeline keys) -> [`weights`] (upload; [`repack`]) -> [`program`] (batched ops:
+//! CPU dequantisation) -> [`config`] (hyperparameters) -> [`kernels`] (WGSL and pipeline keys by
+//! kernel family, the weight formats) -> [`gpu`] (device) -> [`pipelines`] (compiled kernels) ->
+//! [`weights`] (upload; [`repack`]) -> [`program`] (batched ops:
 //! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward; a decode step's inputs through [`inputs`]; `generate`, its next token picked on the GPU by [`sample`]). [`reference`](mod@reference) is a plain-Rust
 //! f64 forward pass used to check the GPU.
 //!
@@ -55,6 +56,7 @@ pub mod llama;
 pub mod moe;
 pub mod oneshot;
 pub mod ops;
+pub mod pipelines;
 pub mod probe;
 pub mod program;
 pub mod quantize;

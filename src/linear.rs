@@ -8,13 +8,41 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
-use crate::kernels::{default_spans_per_step, format_chunk, matvec_workgroup, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile, QUANT_OUT_ROWS};
+use crate::kernels::{default_spans_per_step, matvec_workgroup, CpuTile, Format, Geometry, Kernel, Named, PipelineKey, QuantOut, Tile, QUANT_OUT_ROWS};
 use crate::program::{grid, Builder};
 use crate::weights::Matrix;
 
 /// Token vectors per dispatch of the matrix-vector kernel's multi-token form (batches of 2 up to
 /// this many tokens; 1 has its own form).
 pub const MATVEC_TOKENS: u32 = 8;
+
+/// The forms of a linear op, each a kernel compiled for the op's matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// `matvec.wgsl` for one token (with the decode fusions; the integer form where it applies).
+    OneToken,
+    /// `matvec.wgsl` for 2 to [`MATVEC_TOKENS`] tokens a dispatch.
+    FewTokens,
+    /// The matrix-matrix kernel's large tile (`matmul.wgsl` or, with matrix units,
+    /// `matmul_coop.wgsl`).
+    Tiles,
+    /// Its small tile, where the large one leaves a GPU idle (few workgroups).
+    SmallTiles,
+    /// `matmul_cpu.wgsl`: CPU adapters' longer batches.
+    Cpu,
+}
+
+impl std::fmt::Display for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Form::OneToken => "one token",
+            Form::FewTokens => "few tokens",
+            Form::Tiles => "tiles",
+            Form::SmallTiles => "small tiles",
+            Form::Cpu => "cpu",
+        })
+    }
+}
 
 /// `struct Linear` of `shaders/linear.wgsl`.
 #[repr(C)]
@@ -97,8 +125,8 @@ fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool)
         return expert_threads_per_row(gpu, ty, rows, cols);
     }
     // A thread's unit along the row: a 16-byte piece ([`wide`]) or a span.
-    let unit = match crate::kernels::format_piece(ty) {
-        Some((piece, _)) if wide => piece,
+    let unit = match Format::of(ty).pieces {
+        Some(p) if wide => p.weights,
         _ => span(gpu, ty),
     };
     (cols / unit).max(1).next_power_of_two().clamp(4, 128)
@@ -112,8 +140,8 @@ fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool)
 /// ms; Q4_K alone was fastest at 32, Q6_K at 64); Llama-3.2-1B shape Q4_K_M 690.9 / 754.6 /
 /// 684.8. Q8_0's pieces (16 weights) keep theirs (1B Q8_0: 686.3 / 748.9 / 743.0).
 fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
-    match crate::kernels::format_piece(ty) {
-        Some((piece, _)) if piece >= 32 && gpu.tuning().tpr.is_none() => tpr.min(64),
+    match Format::of(ty).pieces {
+        Some(p) if p.weights >= 32 && gpu.tuning().tpr.is_none() => tpr.min(64),
         _ => tpr,
     }
 }
@@ -163,7 +191,7 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 
 /// Whether the matrix-vector kernel reads a `[rows][cols]` matrix of format `ty` as 16-byte
 /// pieces (`WIDE` in `shaders/matvec.wgsl`): where the format has them
-/// ([`crate::kernels::format_piece`]: Q4_K, F16, and Q8_0 and Q6_K as regrouped at load,
+/// ([`crate::kernels::Format::pieces`]: Q4_K, F16, and Q8_0 and Q6_K as regrouped at load,
 /// [`crate::repack`]) and every row starts on a 16-byte boundary (Q8_0: rows of 256k weights,
 /// Q6_K: 2048k; with the f32 form, Q6_K's pieces took the 8B's down projection from 1780 to
 /// 1293 us, BENCHMARKS.md v10); on
@@ -176,7 +204,7 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 /// buffer of its own, bound whole (`weights.rs`), so a row at a multiple of 16 bytes is aligned.
 /// A sub-allocated part would have to keep its offset a multiple of 16.
 pub fn wide(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
-    let fits = crate::kernels::format_piece(ty).is_some() && (cols as u64 / ty.block_size() * ty.block_bytes()) % 16 == 0;
+    let fits = Format::of(ty).pieces.is_some() && (cols as u64 / ty.block_size() * ty.block_bytes()) % 16 == 0;
     let t = gpu.tuning();
     let chosen = t.wide_types.is_none_or(|m| m & (1 << ty as u64) != 0);
     fits && chosen && t.wide.unwrap_or(!gpu.is_cpu())
@@ -196,10 +224,10 @@ pub fn wide_with_norm(gpu: &Gpu) -> bool {
 /// Whether the one-token matrix-vector form of a `[rows][cols]` matrix of format `ty` reads its
 /// activations as 24-bit integers and multiplies by integer dot products (`IDOT` in
 /// `shaders/matvec.wgsl`, after `shaders/quantize.wgsl`; [`crate::quantize`]): where the format
-/// has the integer form ([`crate::kernels::format_int`]: Q4_K, Q8_0, Q6_K), its pieces are read
+/// has the integer form ([`crate::kernels::Format::int`]: Q4_K, Q8_0, Q6_K), its pieces are read
 /// ([`wide`]) and [`crate::gpu::Tuning::int_dot`] is on (natively on Vulkan by default).
 pub fn int_dot(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
-    crate::kernels::format_int(ty) && wide(gpu, ty, cols) && gpu.tuning().int_dot.unwrap_or(false)
+    Format::of(ty).int && wide(gpu, ty, cols) && gpu.tuning().int_dot.unwrap_or(false)
 }
 
 /// [`wide`] for a matrix-vector form with (`norm`) or without RMSNorm fused.
@@ -246,8 +274,8 @@ pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
 /// the Llama-3-8B shape's Q6_K head (128 pieces) 235.4 / 187.2 / 171.7 / 186.8 us (64 before
 /// and after); the 1B's Q8_0 head (128 pieces) 114-120 us from 16 to 128 threads.
 fn head_int_threads_per_row(gpu: &Gpu, ty: GgmlType, cols: u32, tpr: u32) -> u32 {
-    match crate::kernels::format_piece(ty) {
-        Some((piece, _)) if gpu.tuning().tpr.is_none() => tpr.min(1 << (cols / piece / 2).max(1).ilog2()),
+    match Format::of(ty).pieces {
+        Some(p) if gpu.tuning().tpr.is_none() => tpr.min(1 << (cols / p.weights / 2).max(1).ilog2()),
         _ => tpr,
     }
 }
@@ -376,7 +404,7 @@ pub fn expert_threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> 
         return 1;
     }
     const THREADS: u64 = 128 * 1024;
-    let chunks = (cols / format_chunk(ty)).max(1);
+    let chunks = (cols / Format::of(ty).chunk).max(1);
     let mut t = chunks.next_power_of_two().clamp(4, 64);
     while t > 4 && rows as u64 * (t as u64 / 2) >= THREADS {
         t /= 2;
@@ -429,10 +457,6 @@ impl Builder<'_> {
             (Geometry::Tile(t), (t != Tile::PORTABLE).then_some(Geometry::Tile(Tile::PORTABLE)))
         };
         let mm = if coop { Kernel::MatmulCoop } else { Kernel::Matmul };
-        let split = match large {
-            Geometry::Coop(t) => t.split,
-            _ => 0,
-        };
         let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
         let rpt = match (glu, head) {
             (true, _) => self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu, w.ty)),
@@ -502,19 +526,21 @@ impl Builder<'_> {
                 eps: norm.map_or(0.0, |n| n.2),
             };
             let p = self.uniform("linear", &params);
-            let bufs = [&p, &self.step.clone(), &part.buffer, io.x, io.y];
-            // The matrix-unit form: the halves for X, and with a split the remainders after Y.
-            let mm_bufs: Vec<&wgpu::Buffer> = match &halves {
-                Some((hi, lo)) if coop => [&p, bufs[1], bufs[2], hi, io.y].into_iter().chain((split > 0).then_some(lo)).collect(),
+            let step = self.step.clone();
+            let bufs = [("p", &p), ("st", &step), ("W", &part.buffer), ("X", io.x), ("Y", io.y)];
+            // The matrix-unit form: the halves for X, and with a split the remainders (XL).
+            let mm_bufs: Vec<Named<'_>> = match &halves {
+                Some((hi, lo)) if coop => vec![("p", &p), ("st", &step), ("W", &part.buffer), ("X", hi), ("Y", io.y), ("XL", lo)],
                 _ => bufs.to_vec(),
             };
-            // The matrix-vector forms: their own rows (GLU: half) and input (norm: raw + weights).
+            // The matrix-vector forms: their own rows (GLU: half) and input (norm: raw + weights),
+            // and the weights again as vec4s (W4: the WIDE form's).
             let mv_rows = if glu { part.rows / 2 } else { part.rows };
             let mv_p = if glu { self.uniform("linear glu", &LinearParams { rows: mv_rows, ..params }) } else { p.clone() };
-            let mut mv_bufs = vec![&mv_p, bufs[1], bufs[2], norm.map_or(io.x, |n| n.0), io.y];
-            mv_bufs.extend(norm.map(|n| n.1));
-            // WIDE: the weights again, as vec4s.
-            mv_bufs.extend(wide.then_some(&part.buffer));
+            let mv_x = norm.map_or(io.x, |n| n.0);
+            let nw: Option<Named<'_>> = norm.map(|n| ("NW", n.1));
+            let mv_bufs: Vec<Named<'_>> =
+                [("p", &mv_p), ("st", &step), ("W", &part.buffer), ("X", mv_x), ("Y", io.y), ("W4", &part.buffer)].into_iter().chain(nw).collect();
             // The one-token form's output: Y, or the cache's row of the token (Fuse::cache_row).
             assert!(
                 fuse.cache_row.is_none() || !(glu || io.accumulate || qout.is_some()),
@@ -528,8 +554,8 @@ impl Builder<'_> {
                 (self.uniform("linear cache row", &at), cache)
             });
             let (one_p, one_y) = cache.as_ref().map_or((&mv_p, io.y), |(p, cache)| (p, *cache));
-            let mut one_bufs = mv_bufs.clone();
-            (one_bufs[0], one_bufs[4]) = (one_p, one_y);
+            let one_bufs: Vec<Named<'_>> =
+                [("p", one_p), ("st", &step), ("W", &part.buffer), ("X", mv_x), ("Y", one_y), ("W4", &part.buffer)].into_iter().chain(nw).collect();
             // The multi-token form keeps 64 threads per row at most (its sums per thread would
             // outgrow workgroup memory in a larger workgroup).
             let rows_geometry = |tpr, tokens, rpt, un, half| Geometry::Rows {
@@ -554,29 +580,31 @@ impl Builder<'_> {
             let one = match &int {
                 Some((xq, xs)) => {
                     let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: inorm, glu, sg, wide: true, int: true, qout: qout_kind, half };
-                    let mut b = vec![one_p, bufs[1], bufs[2], io.x, one_y, &part.buffer, xq, xs];
-                    if let Some(((oq, os), nw)) = &qout_bufs {
-                        b.extend([oq, os]);
-                        b.extend(*nw);
-                    }
+                    // QOUT's integers out (XQW, XSW) and with QNORM the next norm's weights.
+                    let out = qout_bufs.iter().flat_map(|((oq, os), nw)| [("XQW", oq), ("XSW", os)].into_iter().chain(nw.map(|nw| ("NWQ", nw))));
+                    let b = [("p", one_p), ("st", &step), ("W", &part.buffer), ("X", io.x), ("Y", one_y), ("W4", &part.buffer), ("XQ", xq), ("XS", xs)];
+                    let b: Vec<Named<'_>> = b.into_iter().chain(out).collect();
                     self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, g), &b)
                 }
                 None => self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr, 1, rpt, un, half)), &one_bufs),
             };
             let mut variants = vec![
-                one,
-                self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi, false)), &mv_bufs),
+                (Form::OneToken, one),
+                (
+                    Form::FewTokens,
+                    self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr.min(64), MATVEC_TOKENS, 1, un_multi, false)), &mv_bufs),
+                ),
             ];
-            // Longer batches, variant 2 (and 3): on CPU adapters the CPU matmul alone (the GPU
+            // Longer batches: on CPU adapters the CPU matmul alone (the GPU
             // tiles would never run, and each took about 1.4 s of a load on SwiftShader:
             // BENCHMARKS.md, browser section); elsewhere the large tile, and the small one where a
             // large tile leaves a GPU idle (few workgroups: a narrow matrix, a short batch).
             match cpu_tile {
-                Some(t) => variants.push(self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, w.cols, Geometry::CpuTile(t)), &bufs)),
+                Some(t) => variants.push((Form::Cpu, self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, w.cols, Geometry::CpuTile(t)), &bufs))),
                 None => {
-                    variants.push(self.variant(PipelineKey::weights(mm, w.ty, w.cols, large), &mm_bufs));
+                    variants.push((Form::Tiles, self.variant(PipelineKey::weights(mm, w.ty, w.cols, large), &mm_bufs)));
                     if let Some(g) = small {
-                        variants.push(self.variant(PipelineKey::weights(mm, w.ty, w.cols, g), &mm_bufs));
+                        variants.push((Form::SmallTiles, self.variant(PipelineKey::weights(mm, w.ty, w.cols, g), &mm_bufs)));
                     }
                 }
             }
@@ -584,14 +612,16 @@ impl Builder<'_> {
             let one_tpr = if int.is_some() { tpr_int } else { tpr };
             let (rows, per_wg, per_wg_multi) =
                 (part.rows, matvec_rows_per_workgroup(one_tpr, rpt, sg, qout_kind), matvec_rows_per_workgroup(tpr.min(64), 1, sg, QuantOut::Off));
-            self.op(variants, move |b| {
+            self.op_forms(variants, move |b| {
                 Some(match b.n_tokens {
-                    1 if mv_max >= 1 => (0, grid(mv_rows.div_ceil(per_wg))),
-                    n if n <= mv_max.min(MATVEC_TOKENS) => (1, grid(mv_rows.div_ceil(per_wg_multi))),
+                    1 if mv_max >= 1 => (Form::OneToken, grid(mv_rows.div_ceil(per_wg))),
+                    n if n <= mv_max.min(MATVEC_TOKENS) => (Form::FewTokens, grid(mv_rows.div_ceil(per_wg_multi))),
                     n => match (cpu_tile, small) {
-                        (Some(t), _) => (2, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
-                        (None, Some(s)) if rows.div_ceil(large.0) * n.div_ceil(large.1) < min_large => (3, [rows.div_ceil(s.0), n.div_ceil(s.1), 1]),
-                        _ => (2, [rows.div_ceil(large.0), n.div_ceil(large.1), 1]),
+                        (Some(t), _) => (Form::Cpu, [rows.div_ceil(t.bm()), n.div_ceil(t.tokens), 1]),
+                        (None, Some(s)) if rows.div_ceil(large.0) * n.div_ceil(large.1) < min_large => {
+                            (Form::SmallTiles, [rows.div_ceil(s.0), n.div_ceil(s.1), 1])
+                        }
+                        _ => (Form::Tiles, [rows.div_ceil(large.0), n.div_ceil(large.1), 1]),
                     },
                 })
             });
@@ -637,9 +667,11 @@ impl Builder<'_> {
             };
             let p = self.uniform("head", &params);
             let step = self.step.clone();
-            let mut bufs = vec![&p, &step, &part.buffer, norm.map_or(x, |n| n.0), logits];
-            bufs.extend(norm.map(|n| n.1));
-            bufs.extend(wide.then_some(&part.buffer));
+            let head_x = norm.map_or(x, |n| n.0);
+            let bufs: Vec<Named<'_>> = [("p", &p), ("st", &step), ("W", &part.buffer), ("X", head_x), ("Y", logits), ("W4", &part.buffer)]
+                .into_iter()
+                .chain(norm.map(|n| ("NW", n.1)))
+                .collect();
             let geometry =
                 Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false, qout: QuantOut::Off, half: false };
             let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, geometry), &bufs);

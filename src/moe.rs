@@ -73,7 +73,9 @@ impl Builder<'_> {
     pub fn moe_select(&mut self, experts: u32, k: u32, router: &wgpu::Buffer, sel: &wgpu::Buffer, gate: &wgpu::Buffer) {
         let p = self.uniform("moe_select", &SelectParams { experts, k, pad: [0; 2] });
         let step = self.step.clone();
-        self.plain(PipelineKey::plain(Kernel::MoeSelect), &[&p, &step, router, sel, gate], |b| [b.n_tokens.div_ceil(64), 1, 1]);
+        self.plain(PipelineKey::plain(Kernel::MoeSelect), &[("p", &p), ("st", &step), ("r", router), ("sel", sel), ("gate", gate)], |b| {
+            [b.n_tokens.div_ceil(64), 1, 1]
+        });
     }
 
     /// `y[i][y0 + j * rows ..] = W[sel[i][j]] x[i]` for each token's `k` picks, one op per part.
@@ -87,7 +89,7 @@ impl Builder<'_> {
             let p = self.uniform("matvec_exp", &params);
             let key = PipelineKey::weights(Kernel::MatvecExp, w.ty, w.cols, Geometry::rows(tpr, 1));
             let rows = w.rows.div_ceil(64 / tpr);
-            self.plain(key, &[&p, &step, sel, &part.buffer, x, y], move |b| [rows, k, b.n_tokens]);
+            self.plain(key, &[("p", &p), ("st", &step), ("sel", sel), ("W", &part.buffer), ("X", x), ("Y", y)], move |b| [rows, k, b.n_tokens]);
             let (per_expert, ne, io) = (part.buffer.size() / part.experts.max(1) as u64, part.experts, (w.cols + w.rows) as u64 * 4);
             self.traffic(move |b| per_expert * (b.n_tokens * k).min(ne) as u64 + b.n_tokens as u64 * k as u64 * io);
         }
@@ -103,7 +105,7 @@ impl Builder<'_> {
             let p = self.uniform("moe_down", &params);
             let key = PipelineKey::weights(Kernel::MoeDown, w.ty, w.cols, Geometry::rows(tpr, 1));
             let rows = w.rows.div_ceil(64 / tpr);
-            self.plain(key, &[&p, &step, sel, gate, &part.buffer, h, x], move |b| [rows, 1, b.n_tokens]);
+            self.plain(key, &[("p", &p), ("st", &step), ("sel", sel), ("gate", gate), ("W", &part.buffer), ("X", h), ("Y", x)], move |b| [rows, 1, b.n_tokens]);
             let (per_expert, ne, io) = (part.buffer.size() / part.experts.max(1) as u64, part.experts, (k * w.cols + 2 * w.rows) as u64 * 4);
             self.traffic(move |b| per_expert * (b.n_tokens * k).min(ne) as u64 + b.n_tokens as u64 * io);
         }

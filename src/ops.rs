@@ -80,7 +80,7 @@ impl Builder<'_> {
             let p = self.uniform("embed", &EmbedParams { row_start: part.row_start, rows: part.rows, d: e.cols, pad: 0 });
             let key = PipelineKey::weights(Kernel::Embed, e.ty, e.cols, Geometry::Fixed);
             let groups = e.cols.div_ceil(64);
-            self.plain(key, &[&p, &step, tokens, &part.buffer, x], move |b| [groups, b.n_tokens, 1]);
+            self.plain(key, &[("part", &p), ("st", &step), ("tokens", tokens), ("W", &part.buffer), ("Y", x)], move |b| [groups, b.n_tokens, 1]);
             let row = part.buffer.size() / part.rows.max(1) as u64 + 4 * groups as u64 * 64;
             self.traffic(move |b| b.n_tokens as u64 * row);
         }
@@ -96,7 +96,7 @@ impl Builder<'_> {
         // row) cost lavapipe 47% of a 300-token stories260K prefill.
         let rows = if self.gpu.is_cpu() { NORM_ROWS } else { 0 };
         let geometry = Geometry::NormRows { rows };
-        let v = self.variant(PipelineKey::new(Kernel::RmsNorm, geometry), &[&p, &step, x, w, y]);
+        let v = self.variant(PipelineKey::new(Kernel::RmsNorm, geometry), &[("p", &p), ("st", &step), ("x", x), ("w", w), ("y", y)]);
         let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
         self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [if rows > 0 { b.n_tokens.div_ceil(rows) } else { b.n_tokens }, 1, 1])));
         self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
@@ -122,7 +122,7 @@ impl Builder<'_> {
         let step = self.step.clone();
         let groups = (cfg.q_dim() / 2).max(cfg.kv_dim()).div_ceil(64);
         let key = PipelineKey::new(Kernel::RopeKv, Geometry::RopeKv { kv_f16: cfg.kv == KvType::F16 });
-        let v = self.variant(key, &[&p, &step, rope, qkv, k_cache, v_cache]);
+        let v = self.variant(key, &[("p", &p), ("st", &step), ("cs", rope), ("q", qkv), ("kc", k_cache), ("vc", v_cache)]);
         self.op(vec![v], move |b| (!fused || b.n_tokens > 1).then_some((0, [groups, b.n_tokens, 1])));
         let per_token = (2 * cfg.q_dim() as u64 + 2 * cfg.kv_dim() as u64 + cfg.n_rot as u64) * 4 + 2 * cfg.kv_dim() as u64 * cfg.kv.bytes() as u64;
         self.traffic(move |b| b.n_tokens as u64 * per_token);
@@ -134,7 +134,7 @@ impl Builder<'_> {
     pub fn swiglu(&mut self, n: u32, u0: u32, stride: u32, gu: &wgpu::Buffer, fused: bool) {
         let p = self.uniform("swiglu", &SwigluParams { n, u0, stride, pad: 0 });
         let step = self.step.clone();
-        let v = self.variant(PipelineKey::plain(Kernel::Swiglu), &[&p, &step, gu]);
+        let v = self.variant(PipelineKey::plain(Kernel::Swiglu), &[("p", &p), ("st", &step), ("gu", gu)]);
         let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
         self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [n.div_ceil(64), b.n_tokens, 1])));
         self.traffic(move |b| b.n_tokens as u64 * n as u64 * 12);

@@ -11,7 +11,8 @@ use std::rc::Rc;
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::Gpu;
-use crate::kernels::{Kernels, PipelineKey};
+use crate::kernels::{Named, PipelineKey};
+use crate::pipelines::Kernels;
 
 /// What one recorded pass computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +27,7 @@ pub struct Batch {
     pub all_logits: bool,
 }
 
-/// The step uniform every batched kernel reads (`struct Step` in the shaders).
+/// The step uniform every batched kernel reads (`struct Step` of `shaders/step.wgsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct Step {
@@ -60,21 +61,21 @@ pub struct Compiler {
 pub struct Variant {
     /// What it is compiled for.
     pub key: PipelineKey,
-    buffers: Vec<wgpu::Buffer>,
+    buffers: Vec<(&'static str, wgpu::Buffer)>,
     compiler: Rc<Compiler>,
     built: OnceCell<(wgpu::ComputePipeline, wgpu::BindGroup)>,
 }
 
 impl Variant {
-    /// `key` bound to `buffers` (bindings 0, 1, ... in order), compiled on first use.
-    pub fn new(compiler: &Rc<Compiler>, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> Variant {
-        Variant { key, buffers: buffers.iter().map(|&b| b.clone()).collect(), compiler: compiler.clone(), built: OnceCell::new() }
+    /// `key` bound to `buffers` by name ([`crate::kernels::bound`]), compiled on first use.
+    pub fn new(compiler: &Rc<Compiler>, key: PipelineKey, buffers: &[Named<'_>]) -> Variant {
+        Variant { key, buffers: buffers.iter().map(|&(n, b)| (n, b.clone())).collect(), compiler: compiler.clone(), built: OnceCell::new() }
     }
 
     fn built(&self) -> &(wgpu::ComputePipeline, wgpu::BindGroup) {
         self.built.get_or_init(|| {
             let c = &self.compiler;
-            let buffers: Vec<&wgpu::Buffer> = self.buffers.iter().collect();
+            let buffers: Vec<Named<'_>> = self.buffers.iter().map(|(n, b)| (*n, b)).collect();
             c.kernels.borrow_mut().bind(&c.gpu, self.key, &buffers)
         })
     }
@@ -270,14 +271,27 @@ impl<'a> Builder<'a> {
         b
     }
 
-    /// `key` bound to `buffers` (bindings 0, 1, ... in order), compiled on first use.
-    pub fn variant(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer]) -> Variant {
+    /// `key` bound to `buffers` by name, compiled on first use.
+    pub fn variant(&mut self, key: PipelineKey, buffers: &[Named<'_>]) -> Variant {
         Variant::new(&self.compiler, key, buffers)
     }
 
     /// Appends an op.
     pub fn op(&mut self, variants: Vec<Variant>, plan: impl Fn(&Batch) -> Option<(usize, [u32; 3])> + 'static) {
         self.program.push(variants, plan);
+    }
+
+    /// Appends an op whose forms are named (`F`: an enum with `Display`, e.g.
+    /// [`crate::attention::Form`]): `plan` picks a form by name, never by its place in the list.
+    pub fn op_forms<F: Copy + PartialEq + std::fmt::Display + 'static>(
+        &mut self,
+        forms: Vec<(F, Variant)>,
+        plan: impl Fn(&Batch) -> Option<(F, [u32; 3])> + 'static,
+    ) {
+        let (names, variants): (Vec<F>, Vec<Variant>) = forms.into_iter().unzip();
+        self.op(variants, move |b| {
+            plan(b).map(|(form, grid)| (names.iter().position(|n| *n == form).unwrap_or_else(|| panic!("form {form} was not built")), grid))
+        });
     }
 
     /// Sets the memory traffic of the op appended last (for the profiler).
@@ -288,7 +302,7 @@ impl<'a> Builder<'a> {
     }
 
     /// Appends an op of one variant that always runs, over `grid(batch)`.
-    pub fn plain(&mut self, key: PipelineKey, buffers: &[&wgpu::Buffer], grid: impl Fn(&Batch) -> [u32; 3] + 'static) {
+    pub fn plain(&mut self, key: PipelineKey, buffers: &[Named<'_>], grid: impl Fn(&Batch) -> [u32; 3] + 'static) {
         let v = self.variant(key, buffers);
         self.op(vec![v], move |b| Some((0, grid(b))));
     }

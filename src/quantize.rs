@@ -95,7 +95,8 @@ impl Builder<'_> {
         let params = QuantizeParams { n: cols, eps: norm.map_or(0.0, |n| n.1), norm: norm.is_some() as u32, x_stride };
         let p = self.uniform("quantize", &params);
         let step = self.step.clone();
-        let v = self.variant(PipelineKey::plain(Kernel::Quantize), &[&p, &step, x, norm.map_or(x, |n| n.0), &q, &s]);
+        let v =
+            self.variant(PipelineKey::plain(Kernel::Quantize), &[("p", &p), ("st", &step), ("x", x), ("w", norm.map_or(x, |n| n.0)), ("XQW", &q), ("XSW", &s)]);
         let groups = (cols / HALF).div_ceil(64);
         self.op(vec![v], move |b| (b.n_tokens == 1 && when(b)).then_some((0, [groups, 1, 1])));
         let reads = 1 + norm.is_some() as u64;

@@ -20,6 +20,7 @@
 //! pieces measured no faster; in v10, with the f32 form, the 8B's down projection went from 1780
 //! to 1293 us.)
 
+pub use crate::kernels::group_blocks;
 use bytemuck::{Pod, Zeroable};
 
 use crate::ggml::GgmlType;
@@ -37,20 +38,6 @@ pub struct Repack {
     pub rows: u32,
     /// Weights per row (whole groups: [`group_blocks`]).
     pub cols: u32,
-}
-
-/// Blocks per regrouped group in rows of `cols` weights of type `ty`: 8 for Q8_0 rows of 256k
-/// weights and Q6_K rows of 2048k (16-byte pieces), 2 for other Q8_0 rows of 64k (word-aligned
-/// weights), 0 where rows keep the file's layout. `shaders/formats/q8_0.wgsl` and `q6_k.wgsl`
-/// read the layout from `REGROUP`, this count, a constant of the kernel
-/// ([`crate::kernels::PipelineKey::regroup`]).
-pub fn group_blocks(ty: GgmlType, cols: u32) -> u32 {
-    match ty {
-        GgmlType::Q8_0 if cols % 256 == 0 => 8,
-        GgmlType::Q8_0 if cols % 64 == 0 => 2,
-        GgmlType::Q6_K if cols % 2048 == 0 => 8,
-        _ => 0,
-    }
 }
 
 /// Whether rows of `cols` weights of type `ty` are regrouped after upload ([`group_blocks`]).
@@ -82,7 +69,7 @@ impl Builder<'_> {
         let kind = (r.ty == GgmlType::Q6_K) as u32;
         let per = RUN_WORDS / (blocks * r.ty.block_bytes() as u32 / 4);
         let p = self.uniform("repack", &RepackParams { groups, kind, blocks, per });
-        let v = self.variant(PipelineKey::plain(Kernel::Repack), &[&p, &r.buffer]);
+        let v = self.variant(PipelineKey::plain(Kernel::Repack), &[("p", &p), ("W", &r.buffer)]);
         let runs = groups.div_ceil(per);
         self.setup.push(vec![v], move |_| Some((0, grid(runs))));
     }

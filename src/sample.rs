@@ -199,9 +199,15 @@ impl Picker {
         });
         b.buffers.push(steps.clone());
         let step = b.step.clone();
-        let penalty = b.variant(PipelineKey::plain(Kernel::Penalty), &[&params, &step, &hist, logits]);
-        let pick = b.variant(PipelineKey::plain(Kernel::Pick), &[&params, &step, &topk.out, tokens, &ids, &hist]);
-        let pick_greedy = b.variant(PipelineKey::plain(Kernel::PickGreedy), &[&params, &step, logits, tokens, &ids, &hist]);
+        let penalty = b.variant(PipelineKey::plain(Kernel::Penalty), &[("g", &params), ("st", &step), ("hist", &hist), ("logits", logits)]);
+        let pick = b.variant(
+            PipelineKey::plain(Kernel::Pick),
+            &[("g", &params), ("st", &step), ("top", &topk.out), ("tokens", tokens), ("ids", &ids), ("hist", &hist)],
+        );
+        let pick_greedy = b.variant(
+            PipelineKey::plain(Kernel::PickGreedy),
+            &[("g", &params), ("st", &step), ("logits", logits), ("tokens", tokens), ("ids", &ids), ("hist", &hist)],
+        );
         Picker { penalty, pick, pick_greedy, params, ids, steps, hist, penalises: Default::default(), greedy: Default::default(), cpu: b.gpu.is_cpu() }
     }
 

@@ -62,7 +62,7 @@ impl Builder<'_> {
         };
         let p = self.uniform("split", &SplitParams { cols, x_stride, pad: [0; 2] });
         let step = self.step.clone();
-        let v = self.variant(PipelineKey::plain(Kernel::Split), &[&p, &step, x, &hi, &lo]);
+        let v = self.variant(PipelineKey::plain(Kernel::Split), &[("p", &p), ("st", &step), ("x", x), ("hi", &hi), ("lo", &lo)]);
         let groups = (ld / 4).div_ceil(64);
         self.op(vec![v], move |b| when(b).then_some((0, [groups, b.n_tokens, 1])));
         self.traffic(move |b| b.n_tokens as u64 * (cols + ld) as u64 * 4);

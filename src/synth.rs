@@ -134,16 +134,27 @@ impl Scheme {
     }
 }
 
-/// xorshift64*: deterministic, dependency-free noise for weights (not for anything secret).
-struct Rng(u64);
+/// xorshift64*: deterministic, dependency-free noise for weights and test inputs (not for
+/// anything secret). The state must not be 0.
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn uniform(&mut self) -> f32 {
+    /// The next 64 random bits.
+    pub fn bits(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
-        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (r >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [-1, 1), in steps of 2^-23.
+    pub fn uniform(&mut self) -> f32 {
+        (self.bits() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+
+    /// `n` values of [`Rng::uniform`].
+    pub fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.uniform()).collect()
     }
 }
 

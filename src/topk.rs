@@ -43,7 +43,7 @@ impl TopK {
         let key = PipelineKey::plain(Kernel::TopK);
         let stage = |b: &mut Builder<'_>, stage: u32, workgroups: u32| {
             let params = b.uniform("top-k", &TopKParams { n: vocab, k: 1, stage, pad: 0 });
-            (b.variant(key, &[&params, logits, &cand, &out]), params, workgroups)
+            (b.variant(key, &[("p", &params), ("logits", logits), ("cand", &cand), ("out", &out)]), params, workgroups)
         };
         let stages = [stage(b, 1, slices), stage(b, 2, 1)];
         TopK { stages, out, vocab, k: std::cell::Cell::new(0) }

@@ -16,26 +16,10 @@ use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
 use webgpu_llama::kernels::{CoopTile, CpuTile, Tile};
 use webgpu_llama::linear::{matvec_max_tokens, threads_per_row};
+use webgpu_llama::synth::Rng;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
 use webgpu_llama::{oneshot, Gguf, Gpu, Llama, LoadOptions};
-
-/// xorshift64*: deterministic noise.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in [-1, 1).
-    fn uniform(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-}
 
 /// Byte offsets of the f16 scale fields (d, m, dmin) in a block of `ty` (ggml-common.h).
 fn f16_fields(ty: GgmlType) -> &'static [usize] {
@@ -60,10 +44,10 @@ fn random_weights(ty: GgmlType, n: u64, rng: &mut Rng) -> Vec<u8> {
             ggml::quantize(ty, &vals).unwrap()
         }
         _ => {
-            let mut bytes: Vec<u8> = (0..ty.tensor_bytes(n).unwrap()).map(|_| rng.next() as u8).collect();
+            let mut bytes: Vec<u8> = (0..ty.tensor_bytes(n).unwrap()).map(|_| rng.bits() as u8).collect();
             for block in bytes.chunks_exact_mut(ty.block_bytes() as usize) {
                 for &at in f16_fields(ty) {
-                    let v = (0.25 + 0.75 * rng.uniform().abs()) * 2f32.powi(-6) * if rng.next() & 1 == 1 { -1.0 } else { 1.0 };
+                    let v = (0.25 + 0.75 * rng.uniform().abs()) * 2f32.powi(-6) * if rng.bits() & 1 == 1 { -1.0 } else { 1.0 };
                     block[at..at + 2].copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
                 }
             }
@@ -120,9 +104,9 @@ fn widths(ty: GgmlType) -> Vec<u32> {
 
 /// A source holding `bytes` at byte `lead` (odd offsets included) and `trail` bytes after it.
 fn placed(bytes: &[u8], lead: usize, trail: usize, rng: &mut Rng) -> Vec<u8> {
-    let mut src: Vec<u8> = (0..lead).map(|_| rng.next() as u8).collect();
+    let mut src: Vec<u8> = (0..lead).map(|_| rng.bits() as u8).collect();
     src.extend_from_slice(bytes);
-    src.extend((0..trail).map(|_| rng.next() as u8));
+    src.extend((0..trail).map(|_| rng.bits() as u8));
     src
 }
 
@@ -241,52 +225,102 @@ fn check_linear_int(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, lead: usize, 
 /// and tiled batches with partial tiles.
 const TOKENS: [u32; 6] = [1, 2, 5, 8, 9, 33];
 
-/// `base` with the kernel variant `v`: 0 the GPU policy (coalescing, 4 to 64 threads per row by
-/// width), 1 the CPU policy (a row per thread) with the multi-token matvec kept up to 8 tokens
-/// (the CPU default sends 2 to 8 to `matmul_cpu`), `matmul_cpu` beyond (with subgroups where
-/// the device has them; the matrix-vector form's activations broadcast across subgroups, `XB`,
-/// on alternate calls, else its span form), 2 the GPU policy with forced shapes cycling with `i / 6` (`i`
-/// steps by 6 between this variant's calls) through [`TPRS`] and spans of 8, 16 and 12 weights
-/// (within and across the formats' scale groups: `dq4s` and `dq4`), 1 to 3 spans per step, and
-/// a row's partial sums added with subgroup shuffles where the device has subgroups of one size
-/// on about half the calls (else in workgroup memory), the weights read as 16-byte pieces on
-/// half the calls (`wide`, the formats that have them), 3 the tiled
-/// matrix-matrix kernel for every batch (portable tile), 4 the same with the large tile, 5 the
-/// CPU matrix-matrix kernel for every batch (an odd tile, no subgroups), 6 the matrix-unit matmul
-/// for every batch (default tile and split precision, quantised weights as runs of 4), 7 the same
-/// with its 64 x 64 tile and the 16-byte pieces of F16, Q4_K and regrouped Q8_0 and Q6_K, 8 the
-/// same with the 128 x 128 tile in subgroups of 64 x 32 and (odd `i / 4`) 64 x 64 (6 to 8 only where
-/// the device has cooperative matrices: [`variants`]); and, with `cap`, a binding cap.
-fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
+/// The kernel choices [`shaped`] makes (the matrix-unit ones only where the device has
+/// cooperative matrices: [`shapes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    /// The GPU policy (coalescing, 4 to 64 threads per row by width).
+    Gpu,
+    /// The CPU policy (a row per thread) with the multi-token matvec kept up to 8 tokens (the CPU
+    /// default sends 2 to 8 to `matmul_cpu`), `matmul_cpu` beyond (with subgroups where the
+    /// device has them; the matrix-vector form's activations broadcast across subgroups, `XB`,
+    /// on alternate calls, else its span form).
+    Cpu,
+    /// The GPU policy with forced shapes cycling with `i / 6` (`i` steps by 6 between this
+    /// shape's calls) through [`TPRS`] and spans of 8, 16 and 12 weights (within and across the
+    /// formats' scale groups: `dq4s` and `dq4`), 1 to 3 spans per step, and a row's partial sums
+    /// added with subgroup shuffles where the device has subgroups of one size on about half the
+    /// calls (else in workgroup memory), the weights read as 16-byte pieces on half the calls
+    /// (`wide`, the formats that have them).
+    GpuForced,
+    /// The tiled matrix-matrix kernel for every batch (portable tile).
+    Tiles,
+    /// The same with the large tile.
+    LargeTiles,
+    /// The CPU matrix-matrix kernel for every batch (an odd tile, no subgroups).
+    CpuTiles,
+    /// The matrix-unit matmul for every batch (default tile and split precision, quantised
+    /// weights as runs of 4).
+    CoopRuns,
+    /// The same with its 64 x 64 tile and the 16-byte pieces of F16, Q4_K and regrouped Q8_0 and
+    /// Q6_K.
+    CoopPieces,
+    /// The same with the 128 x 128 tile in subgroups of 64 x 32 and (odd `i / 4`) 64 x 64.
+    CoopLarge,
+}
+
+impl Choice {
+    const ALL: [Choice; 9] = [
+        Choice::Gpu,
+        Choice::Cpu,
+        Choice::GpuForced,
+        Choice::Tiles,
+        Choice::LargeTiles,
+        Choice::CpuTiles,
+        Choice::CoopRuns,
+        Choice::CoopPieces,
+        Choice::CoopLarge,
+    ];
+}
+
+impl std::fmt::Display for Choice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Choice::Gpu => "GPU policy",
+            Choice::Cpu => "CPU policy",
+            Choice::GpuForced => "GPU forced shapes",
+            Choice::Tiles => "portable tile",
+            Choice::LargeTiles => "large tile",
+            Choice::CpuTiles => "CPU tile",
+            Choice::CoopRuns => "matrix-unit matmul, runs",
+            Choice::CoopPieces => "matrix-unit matmul's 64 x 64 tile, pieces",
+            Choice::CoopLarge => "matrix-unit matmul's 128 x 128 tile",
+        })
+    }
+}
+
+/// `base` with the kernel choices `shape` (see [`Choice`]; `i` varies them across calls) and, with
+/// `cap`, a binding cap.
+fn shaped(base: &Gpu, shape: Choice, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
     let t = g.tuning_mut();
     // The f32 forms: the one-token integer form is checked against its own bound
     // (`check_linear_int`).
     t.int_dot = Some(false);
-    match v {
-        0 => t.cpu = false,
-        1 => {
+    match shape {
+        Choice::Gpu => t.cpu = false,
+        Choice::Cpu => {
             (t.cpu, t.matvec_max_tokens) = (true, Some(8));
             // Without subgroups on alternate calls: the span form in place of the broadcast
             // one (`XB` in shaders/matvec.wgsl, which needs them).
             t.reduce_subgroup *= ((i / 6) % 2) as u32;
         }
-        2 => {
+        Choice::GpuForced => {
             let sg = t.reduce_subgroup * ((i / TPRS.len()) % 2) as u32;
             (t.cpu, t.tpr, t.span, t.reduce_subgroup, t.unroll) =
                 (false, Some(TPRS[(i / 6) % TPRS.len()]), Some([8, 16, 12][(i / 6) % 3]), sg, Some(1 + (i as u32 / 3) % 3));
             // 16-byte pieces (formats that have them) on half the calls.
             t.wide = Some(i % 4 < 2);
         }
-        3 => (t.matvec_max_tokens, t.tile, t.cpu_tile, t.coop) = (Some(0), Tile::PORTABLE, None, false),
-        4 => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (Some(0), Tile::LARGE, Some(0), None, false),
-        5 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
-        // The matrix-unit matmul: 6 with the quantised formats' weights as runs of 4, 7 (the 64
+        Choice::Tiles => (t.matvec_max_tokens, t.tile, t.cpu_tile, t.coop) = (Some(0), Tile::PORTABLE, None, false),
+        Choice::LargeTiles => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (Some(0), Tile::LARGE, Some(0), None, false),
+        Choice::CpuTiles => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
+        // The matrix-unit matmul: with the quantised formats' weights as runs of 4, and (the 64
         // x 64 tile) as 16-byte pieces where the format and width have them (the default).
-        6 => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (Some(0), true, Some(0), false),
-        7 => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (Some(0), true, CoopTile::SMALL, true),
-        // 8: subgroups of 4 x 2 and (odd calls) 4 x 4 fragments, every op on the large tile.
-        _ => {
+        Choice::CoopRuns => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (Some(0), true, Some(0), false),
+        Choice::CoopPieces => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (Some(0), true, CoopTile::SMALL, true),
+        // Subgroups of 4 x 2 and (odd calls) 4 x 4 fragments, every op on the large tile.
+        Choice::CoopLarge => {
             let tile = CoopTile { bm: 128, bn: 128, sm: 64, sn: [32, 64][(i / 4) % 2], ..CoopTile::DEFAULT };
             (t.matvec_max_tokens, t.coop, t.coop_tile, t.min_large_tiles, t.coop_quant_pieces) = (Some(0), true, tile, Some(0), true)
         }
@@ -300,32 +334,34 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
 /// Every check for one type, with each workgroup shape, on the device's own binding limit and on
 /// caps that split matrices into parts of 3 rows (2 for the wide rows; parts of odd byte counts
 /// start at unaligned offsets of the file) and stacks into single experts.
-/// The variants of [`shaped`] this device runs: 0 to 5, and the matrix-unit matmul's 6 to 8
-/// where it has cooperative matrices (said once per format where it does not).
-fn variants(base: &Gpu, ty: GgmlType) -> usize {
+/// The shapes of [`shaped`] this device runs: all but the matrix-unit matmul's where it has no
+/// cooperative matrices (said once per format where it does not).
+fn shapes(base: &Gpu, ty: GgmlType) -> &'static [Choice] {
     if base.has_coop() && base.coop_fits(CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, ..CoopTile::DEFAULT }) {
-        return 9;
+        return &Choice::ALL;
     }
     if base.has_coop() {
-        println!("{ty}: matrix-unit matmul's 128 x 128 tile (variant 8) skipped: more workgroup memory than {} has", base.adapter_info);
-        return 8;
+        println!("{ty}: {} skipped: more workgroup memory than {} has", Choice::CoopLarge, base.adapter_info);
+        return &Choice::ALL[..8];
     }
-    println!("{ty}: matrix-unit matmul (variants 6 to 8) skipped: {} has no cooperative matrices", base.adapter_info);
-    6
+    println!("{ty}: matrix-unit matmul skipped: {} has no cooperative matrices", base.adapter_info);
+    &Choice::ALL[..6]
 }
 
 fn check_format(ty: GgmlType) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ty as u64);
     let base = gpu(false);
-    let nv = variants(&base, ty);
+    let shapes = shapes(&base, ty);
+    let nv = shapes.len();
     let mut i = 0;
     // The matrix-unit matmul's 16-byte pieces past its first workgroup of weight rows and of
     // tokens (131 rows and 150 tokens: two tiles of 128, three of 64) and past a row's first
     // group of 8 blocks (4096 columns: Q6_K's regrouped groups are 2048 wide), runs (6) and
-    // pieces (7, and 8 in both subgroup blocks), where the device has cooperative matrices.
-    if nv > 6 && matches!(ty, GgmlType::Q4_K | GgmlType::Q6_K | GgmlType::Q8_0) {
-        for (v, i) in (6..nv).map(|v| (v, 0)).chain((nv > 8).then_some((8, 4))) {
-            check_linear(&shaped(&base, v, i, None), ty, 131, 4096, 150, 0, 0, &mut rng);
+    // pieces (and the large tile's in both subgroup blocks), where the device has cooperative
+    // matrices.
+    if shapes.contains(&Choice::CoopRuns) && matches!(ty, GgmlType::Q4_K | GgmlType::Q6_K | GgmlType::Q8_0) {
+        for (shape, i) in shapes[6..].iter().map(|&s| (s, 0)).chain(shapes.contains(&Choice::CoopLarge).then_some((Choice::CoopLarge, 4))) {
+            check_linear(&shaped(&base, shape, i, None), ty, 131, 4096, 150, 0, 0, &mut rng);
         }
     }
     for cols in widths(ty) {
@@ -335,38 +371,39 @@ fn check_format(ty: GgmlType) {
         let cap = per_part * row_bytes + 19;
         assert_eq!(per_binding(cap, row_bytes), per_part);
         for &rows in rows_list {
-            for v in 0..nv {
+            for (v, &shape) in shapes.iter().enumerate() {
                 i += 1;
-                // (Variants 0 to 2 each see every token count across a format's rows and widths:
-                // 9 and 33 take the matrix-matrix kernel, matmul_cpu on CPU adapters.)
+                // (The GPU, CPU and forced shapes each see every token count across a format's
+                // rows and widths: 9 and 33 take the matrix-matrix kernel, matmul_cpu on CPU
+                // adapters.)
                 let n = if v < 3 { TOKENS[(i / nv + v) % TOKENS.len()] } else { [1, 9, 70, 130][i % 4] };
-                check_linear(&shaped(&base, v, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5, 1, 2, 1, 2][v], [0, 1, 0, 3, 0, 2, 1, 0, 1][v], &mut rng);
-                check_linear(&shaped(&base, v, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3, 3, 0, 3, 0][v], [0, 5, 0, 0, 2, 1, 3, 2, 4][v], &mut rng);
+                check_linear(&shaped(&base, shape, i, None), ty, rows, cols, n, [0, 3, 1, 2, 5, 1, 2, 1, 2][v], [0, 1, 0, 3, 0, 2, 1, 0, 1][v], &mut rng);
+                check_linear(&shaped(&base, shape, i, Some(cap)), ty, rows, cols, n, [1, 2, 0, 1, 3, 3, 0, 3, 0][v], [0, 5, 0, 0, 2, 1, 3, 2, 4][v], &mut rng);
             }
         }
         // The integer form where the row is 16-byte pieces (on a split matrix too).
-        if webgpu_llama::kernels::format_int(ty) && (row_bytes % 16 == 0) {
-            check_linear_int(&shaped(&base, 0, 0, None), ty, rows_list[rows_list.len() - 1], cols, 3, &mut rng);
-            check_linear_int(&shaped(&base, 0, 0, Some(cap)), ty, rows_list[rows_list.len() - 1], cols, 5, &mut rng);
+        if webgpu_llama::kernels::Format::of(ty).int && (row_bytes % 16 == 0) {
+            check_linear_int(&shaped(&base, Choice::Gpu, 0, None), ty, rows_list[rows_list.len() - 1], cols, 3, &mut rng);
+            check_linear_int(&shaped(&base, Choice::Gpu, 0, Some(cap)), ty, rows_list[rows_list.len() - 1], cols, 5, &mut rng);
         }
         assert_eq!(per_binding(3 * row_bytes + 19, row_bytes), 3);
         check_embed(&base, ty, 67, cols, &mut rng);
-        check_embed(&shaped(&base, 1, 0, Some(3 * row_bytes + 19)), ty, 67, cols, &mut rng);
+        check_embed(&shaped(&base, Choice::Cpu, 0, Some(3 * row_bytes + 19)), ty, 67, cols, &mut rng);
         // Q6_K's regrouped rows (2048k weights) through the expert kernels too.
         if cols % 2048 == 0 && webgpu_llama::repack::regrouped(ty, cols) {
-            for v in 0..3 {
+            for (v, &shape) in shapes[..3].iter().enumerate() {
                 let n = [1u32, 5, 9][v];
-                check_experts(&shaped(&base, v, v, None), ty, 3, 5, cols, n, &mut rng);
-                check_experts(&shaped(&base, v, v, Some(5 * row_bytes + 19)), ty, 3, 5, cols, n, &mut rng);
+                check_experts(&shaped(&base, shape, v, None), ty, 3, 5, cols, n, &mut rng);
+                check_experts(&shaped(&base, shape, v, Some(5 * row_bytes + 19)), ty, 3, 5, cols, n, &mut rng);
             }
         }
         if cols <= 1024 {
             assert_eq!(per_binding(7 * row_bytes + 19, 7 * row_bytes), 1, "one expert per part");
-            for v in 0..3 {
+            for &shape in &shapes[..3] {
                 i += 1;
                 let n = TOKENS[i % TOKENS.len()];
-                check_experts(&shaped(&base, v, i, None), ty, 5, 67, cols, n, &mut rng);
-                check_experts(&shaped(&base, v, i, Some(7 * row_bytes + 19)), ty, 5, 7, cols, n, &mut rng);
+                check_experts(&shaped(&base, shape, i, None), ty, 5, 67, cols, n, &mut rng);
+                check_experts(&shaped(&base, shape, i, Some(7 * row_bytes + 19)), ty, 5, 7, cols, n, &mut rng);
             }
         }
     }

@@ -15,6 +15,7 @@ use pollster::block_on;
 use webgpu_llama::ggml::GgmlType;
 use webgpu_llama::gguf::GgufWriter;
 use webgpu_llama::reference::Reference;
+use webgpu_llama::synth::Rng;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
 use webgpu_llama::{Gguf, KvType, Llama, LoadOptions};
@@ -68,18 +69,6 @@ fn compare_tuned(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>, 
     worst
 }
 
-/// xorshift64* for the random blocks.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 /// `n` weights of K-quant `ty` (Q2_K, Q3_K or Q5_K) in rows of `cols`: random bytes, with the f16
 /// super-block scales chosen so that weights have mean about 0 and spread about 1/sqrt(cols)
 /// (for uniformly random sub-block scales and quants: Q2_K value d*sc*q - dmin*m has mean
@@ -93,7 +82,7 @@ fn random_k_blocks(ty: GgmlType, n: u64, cols: u64, rng: &mut Rng) -> Vec<u8> {
         GgmlType::Q5_K => (&[0, 2], unit / 527.0, 15.5 * unit / 527.0),
         _ => panic!("random_k_blocks: {ty} is made by ggml::quantize"),
     };
-    let mut bytes: Vec<u8> = (0..ty.tensor_bytes(n).unwrap()).map(|_| rng.next() as u8).collect();
+    let mut bytes: Vec<u8> = (0..ty.tensor_bytes(n).unwrap()).map(|_| rng.bits() as u8).collect();
     for block in bytes.chunks_exact_mut(ty.block_bytes() as usize) {
         for (&at, v) in fields.iter().zip([d, dmin]) {
             block[at..at + 2].copy_from_slice(&half::f16::from_f32(v).to_le_bytes());

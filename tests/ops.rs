@@ -13,26 +13,11 @@ use common::gpu;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
 use webgpu_llama::kernels::CpuTile;
+use webgpu_llama::synth::Rng;
 use webgpu_llama::{attention, oneshot, reference, rope, Config, Gpu, KvType};
 
 /// The tokens axis.
 const TOKENS: [u32; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33, 300];
-
-/// xorshift64*: deterministic noise in [-1, 1).
-struct Rng(u64);
-
-impl Rng {
-    fn uniform(&mut self) -> f32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.uniform()).collect()
-    }
-}
 
 /// Max |got - want| over max(|want|, 1) must stay within `tol`.
 fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) {
@@ -281,7 +266,7 @@ fn linear_integer_form() {
     let base = gpu(false);
     let mut rng = Rng(23);
     let (rows, cols) = (2 * 37u32, 2048u32);
-    for ty in GgmlType::ALL.into_iter().filter(|&t| webgpu_llama::kernels::format_int(t)) {
+    for ty in GgmlType::ALL.into_iter().filter(|&t| webgpu_llama::kernels::Format::of(t).int) {
         let w = rng.vec((rows * cols) as usize);
         let bytes = ggml::quantize(ty, &w).unwrap();
         let mut exact = vec![0f32; w.len()];
@@ -404,46 +389,76 @@ fn attention_f16() {
     attention_with(KvType::F16);
 }
 
+/// The kernel choices [`attention_with`] checks, in its order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttentionCase {
+    /// The device's kernels.
+    Device,
+    /// The same without subgroups.
+    DeviceNoSubgroups,
+    /// The GPU kernels (one-token batches through attention_decode.wgsl; batches of more than
+    /// SPLIT_MAX_TOKENS tokens through attention_tiled.wgsl).
+    Gpu,
+    /// The same with attention.wgsl for one token too.
+    GpuNoDecode,
+    /// The GPU kernels at a head dim of 132 (attention_decode: 33 groups of 4 dims, one key
+    /// group of 64 keys).
+    GpuHeadDim132,
+    /// The GPU kernels with one query head per attention_decode workgroup.
+    GpuOneHead,
+    /// The GPU kernels with a GQA group of 4 (8 query heads), which attention_decode splits into
+    /// two workgroups of 2 heads by default.
+    GpuGroup4,
+    /// The GPU kernels with attention.wgsl, not attention_tiled.wgsl, for long batches.
+    GpuNoTiled,
+    /// attention_tiled.wgsl at a head dim of 18 (not whole vec4s: q read as scalars, a part vec4
+    /// per row).
+    TiledHeadDim18,
+    /// attention_tiled.wgsl at a head dim of 128 on WebGPU's default limits (16 KiB of workgroup
+    /// memory: 8 keys a tile).
+    TiledDefaultLimits,
+    /// The device's kernels at a head dim of 128 (on CPU adapters with subgroups,
+    /// attention_cpu's 16 x 4 geometry: 8 x 8 takes head dims up to 64).
+    DeviceHeadDim128,
+}
+
+impl std::fmt::Display for AttentionCase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
 fn attention_with(kv: KvType) {
+    use AttentionCase::*;
     let base = gpu(false);
     let mut rng = Rng(7);
-    // 0, 1: the device's kernels (with and without subgroups); 2: the GPU kernels (one-token
-    // batches through attention_decode.wgsl); 3: the same with attention.wgsl for one token too;
-    // 4: the GPU kernels at a head dim of 132 (attention_decode: 33 groups of 4 dims, one key
-    // group of 64 keys); 5: the GPU kernels with one query head per attention_decode workgroup;
-    // 6: the GPU kernels with a GQA group of 4 (8 query heads), which attention_decode splits
-    // into two workgroups of 2 heads by default. The GPU kernels take batches of more than
-    // SPLIT_MAX_TOKENS tokens through attention_tiled.wgsl; 7: through attention.wgsl instead;
-    // 8: attention_tiled.wgsl at a head dim of 18 (not whole vec4s: q read as scalars, a part
-    // vec4 per row); 9: at a head dim of 128 on WebGPU's default limits (16 KiB of workgroup
-    // memory: 8 keys a tile); 10: the device's kernels at a head dim of 128 (on CPU adapters with
-    // subgroups, attention_cpu's 16 x 4 geometry: 8 x 8 takes head dims up to 64).
     let limited = gpu(true);
-    for variant in 0..11 {
-        let mut gpu = if variant == 9 { limited.clone() } else { base.clone() };
+    let cases =
+        [Device, DeviceNoSubgroups, Gpu, GpuNoDecode, GpuHeadDim132, GpuOneHead, GpuGroup4, GpuNoTiled, TiledHeadDim18, TiledDefaultLimits, DeviceHeadDim128];
+    for case in cases {
+        let mut gpu = if case == TiledDefaultLimits { limited.clone() } else { base.clone() };
         let t = gpu.tuning_mut();
-        match variant {
-            0 => {}
-            1 => t.cpu_subgroup = 0,
-            3 => (t.cpu, t.decode_attention) = (false, Some(false)),
-            5 => (t.cpu, t.attn_heads) = (false, Some(1)),
-            6 => t.cpu = false,
-            7 => (t.cpu, t.tiled_attention) = (false, false),
-            10 => {}
-            _ => t.cpu = false,
+        match case {
+            Device | DeviceHeadDim128 => {}
+            DeviceNoSubgroups => t.cpu_subgroup = 0,
+            GpuNoDecode => (t.cpu, t.decode_attention) = (false, Some(false)),
+            GpuOneHead => (t.cpu, t.attn_heads) = (false, Some(1)),
+            GpuNoTiled => (t.cpu, t.tiled_attention) = (false, false),
+            Gpu | GpuHeadDim132 | GpuGroup4 | TiledHeadDim18 | TiledDefaultLimits => t.cpu = false,
         }
-        let head_dim = match variant {
-            4 => 132,
-            8 => 18,
-            9 | 10 => 128,
+        let head_dim = match case {
+            GpuHeadDim132 => 132,
+            TiledHeadDim18 => 18,
+            TiledDefaultLimits | DeviceHeadDim128 => 128,
             _ => 20,
         };
-        if variant == 9 {
+        if case == TiledDefaultLimits {
             let cfg = Config { head_dim, kv, ..attention_config(8) };
             let g = attention::tiled_geometry(head_dim, gpu.limits().max_compute_workgroup_storage_size, kv);
             assert_eq!(g, Some(webgpu_llama::kernels::Geometry::AttentionTiled { head_dim, bkv: 8, kv_f16: kv == KvType::F16 }), "{cfg:?}");
         }
-        attention_on(&gpu, variant, kv, head_dim, if variant >= 6 { 8 } else { 6 }, &mut rng);
+        let n_heads = if matches!(case, GpuGroup4 | GpuNoTiled | TiledHeadDim18 | TiledDefaultLimits | DeviceHeadDim128) { 8 } else { 6 };
+        attention_on(&gpu, case, kv, head_dim, n_heads, &mut rng);
     }
 }
 
@@ -473,7 +488,7 @@ fn attention_many_splits() {
     }
 }
 
-fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, n_heads: u32, rng: &mut Rng) {
+fn attention_on(gpu: &Gpu, case: impl std::fmt::Display, kv_type: KvType, head_dim: u32, n_heads: u32, rng: &mut Rng) {
     let gpu = gpu.clone();
     // What the cache holds of a value.
     let stored = |v: Vec<f32>| match kv_type {
@@ -491,10 +506,25 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, n_heads
             let splits: &[u32] = if n <= webgpu_llama::attention::SPLIT_MAX_TOKENS { &[1, 3, 8] } else { &[1] };
             for &s in splits {
                 let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
-                assert_close(&format!("attention {kv_type} variant {variant} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
+                assert_close(&format!("attention {kv_type} {case} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
             }
         }
     }
+}
+
+/// The GPU kernels' choices [`rope_attention`] checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RopeCase {
+    /// The decode fusions on (RoPE and the cache write inside attention_decode.wgsl).
+    Fused,
+    /// Off (rope_kv.wgsl does them).
+    Unfused,
+    /// Fused, the softmax's reductions without subgroups.
+    NoSubgroups,
+    /// Fused, one query head per workgroup.
+    OneHead,
+    /// Fused, a GQA group of 4 (8 query heads).
+    Group4,
 }
 
 /// RoPE + KV write + attention as the forward pass records them, one token (decoding) and three:
@@ -502,44 +532,45 @@ fn attention_on(gpu: &Gpu, variant: u32, kv_type: KvType, head_dim: u32, n_heads
 /// inside `attention_decode.wgsl` (`attention::fuses_rope`); without them `rope_kv` does them.
 /// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132
 /// (5 and 33 groups of 4 dims: key groups that do not divide 64) and 64, with the softmax's
-/// reductions in subgroups where the device has them (variant 2: without; variant 3: one query
-/// head per workgroup; variant 4: a GQA group of 4, two workgroups of 2 heads by default), up to
+/// reductions in subgroups where the device has them ([`RopeCase`]: without; one query head per
+/// workgroup; a GQA group of 4, two workgroups of 2 heads by default), up to
 /// 131 keys (3 chunks of 64; the token alone in its chunk at positions 64 and 128), the slots the batch
 /// writes holding NaN before.
 #[test]
 fn rope_attention() {
+    use RopeCase::*;
     let base = gpu(false);
     let mut rng = Rng(9);
     let cases = [
-        (0, KvType::F32, 20),
-        (1, KvType::F32, 20),
-        (0, KvType::F16, 132),
-        (1, KvType::F16, 20),
-        (0, KvType::F32, 132),
-        (0, KvType::F32, 64),
-        (0, KvType::F16, 64),
-        (2, KvType::F32, 64),
-        (3, KvType::F32, 20),
-        (3, KvType::F16, 132),
-        (4, KvType::F32, 20),
-        (4, KvType::F16, 64),
+        (Fused, KvType::F32, 20),
+        (Unfused, KvType::F32, 20),
+        (Fused, KvType::F16, 132),
+        (Unfused, KvType::F16, 20),
+        (Fused, KvType::F32, 132),
+        (Fused, KvType::F32, 64),
+        (Fused, KvType::F16, 64),
+        (NoSubgroups, KvType::F32, 64),
+        (OneHead, KvType::F32, 20),
+        (OneHead, KvType::F16, 132),
+        (Group4, KvType::F32, 20),
+        (Group4, KvType::F16, 64),
     ];
-    for (variant, kv_type, head_dim) in cases {
+    for (case, kv_type, head_dim) in cases {
         let mut gpu = base.clone();
         let t = gpu.tuning_mut();
         t.cpu = false;
-        t.fuse = Some(variant != 1);
-        if variant == 2 {
+        t.fuse = Some(case != Unfused);
+        if case == NoSubgroups {
             t.reduce_subgroup = 0;
         }
-        if variant == 3 {
+        if case == OneHead {
             t.attn_heads = Some(1);
         }
         for n in [1, 3] {
             for pos0 in [0, 45, 64, 128, 130] {
-                let n_heads = if variant == 4 { 8 } else { 6 };
+                let n_heads = if case == Group4 { 8 } else { 6 };
                 let cfg = Config { kv: kv_type, head_dim, n_heads, ..attention_config(pos0 + n + 3) };
-                assert_eq!(attention::fuses_rope(&gpu, &cfg), variant != 1, "the decode fusions decide");
+                assert_eq!(attention::fuses_rope(&gpu, &cfg), case != Unfused, "the decode fusions decide");
                 let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
                 let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
                 let cache = cfg.ctx as usize * kv;
@@ -569,7 +600,7 @@ fn rope_attention() {
                 }
                 let want = attention_reference(&cfg, &roped, pos0, &want_k, &want_v);
                 for s in [1, 3, 8] {
-                    let what = format!("rope + attention {kv_type} variant {variant} hd {head_dim} T={n} pos0={pos0} splits={s}");
+                    let what = format!("rope + attention {kv_type} {case:?} hd {head_dim} T={n} pos0={pos0} splits={s}");
                     let [o, k, v] = block_on(oneshot::rope_attention(&gpu, &cfg, None, &qkv, pos0, &kc, &vc, s)).unwrap();
                     assert_close(&format!("{what}: output"), &o, &want, 1e-5);
                     // An f16 cache within an ulp of the rounded f64 key (values up to 3 * sqrt(2): ulps of 2^-8,
@@ -595,18 +626,18 @@ fn linear_gpu_policy_and_matmul_only() {
     let bytes = ggml::quantize(ty, &w).unwrap();
     let mut exact = vec![0f32; w.len()];
     ggml::dequantize(ty, &bytes, &mut exact).unwrap();
-    for variant in 0..5 {
+    // The GPU policy; every batch through the matrix-matrix kernel: the device's (on CPU adapters
+    // matmul_cpu, with subgroups where it has them), an odd CPU tile without subgroups, another,
+    // the GPU kernel.
+    for case in ["GPU policy", "matmul", "CPU tile 8x3/5", "CPU tile 16x2/3", "GPU tiles"] {
         let mut g: Gpu = base.clone();
         let t = g.tuning_mut();
-        match variant {
-            0 => t.cpu = false,
-            // Every batch through the matrix-matrix kernel: the device's (on CPU adapters
-            // matmul_cpu, with subgroups where it has them), an odd CPU tile without subgroups,
-            // the GPU kernel.
-            1 => t.matvec_max_tokens = Some(0),
-            2 => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
-            3 => (t.matvec_max_tokens, t.cpu_tile) = (Some(0), Some(CpuTile { lanes: 16, rows: 2, tokens: 3, subgroup: 0 })),
-            // (The f32 tiled kernel, also where the matrix-unit one is the default; variant 1 takes
+        match case {
+            "GPU policy" => t.cpu = false,
+            "matmul" => t.matvec_max_tokens = Some(0),
+            "CPU tile 8x3/5" => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
+            "CPU tile 16x2/3" => (t.matvec_max_tokens, t.cpu_tile) = (Some(0), Some(CpuTile { lanes: 16, rows: 2, tokens: 3, subgroup: 0 })),
+            // (The f32 tiled kernel, also where the matrix-unit one is the default; "matmul" takes
             // the device's default.)
             _ => (t.matvec_max_tokens, t.cpu_tile, t.coop) = (Some(0), None, false),
         }
@@ -614,7 +645,7 @@ fn linear_gpu_policy_and_matmul_only() {
             let x = rng.vec((n * cols) as usize);
             let got = block_on(oneshot::linear(&g, &bytes, ty, 0, rows, cols, &x)).unwrap();
             let want: Vec<f64> = x.chunks(cols as usize).flat_map(|xi| reference::matvec(&f64s(&exact), &f64s(xi))).collect();
-            assert_close(&format!("linear variant {variant} T={n}"), &got, &want, 2e-5);
+            assert_close(&format!("linear {case} T={n}"), &got, &want, 2e-5);
         }
     }
 }

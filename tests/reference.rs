@@ -49,40 +49,77 @@ fn check_case(c: &Case) {
         assert!(e <= TOL, "{}: prompt row {i} max abs {e}", c.name);
     }
     println!("{}: {} rows, max abs {worst:.3e}, greedy identical", c.name, c.rows.len());
-    for variant in 0..6 {
-        check_all_rows(c, &bytes, variant);
+    for policy in Policy::ALL {
+        check_all_rows(c, &bytes, policy);
+    }
+}
+
+/// The kernel choices [`check_all_rows`] runs a case with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    /// The device's own.
+    Device,
+    /// The GPU workgroup shapes (threads per row, spans, 4 attention key splits for small
+    /// batches) and decode fusions (RMSNorm and SwiGLU in the matrix-vector kernel), in chunks
+    /// of 7 tokens.
+    GpuChunks,
+    /// The tiled f32 matmul for every batch, in 5-token chunks.
+    Tiled,
+    /// The GPU shapes and fusions one token at a time (natively with the one-token integer form
+    /// of the formats that have it where rows are 16-byte pieces: here Q4_K and Q8_0; no shared
+    /// model has Q6_K rows of 2048k weights, tests/kernels.rs does).
+    GpuTokens,
+    /// The matrix-unit matmul (`--coop`, its default tile and split precision) for every batch,
+    /// where the adapter has cooperative matrices (skipped, with a line saying so, where it has
+    /// none: lavapipe).
+    Coop,
+    /// As [`Policy::GpuTokens`] with the device's key splits for GPUs (one split at these
+    /// contexts: no combine), as decoding runs on a GPU by default.
+    GpuDecode,
+}
+
+impl Policy {
+    const ALL: [Policy; 6] = [Policy::Device, Policy::GpuChunks, Policy::Tiled, Policy::GpuTokens, Policy::Coop, Policy::GpuDecode];
+}
+
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Policy::Device => "device policy",
+            Policy::GpuChunks => "GPU shapes, 4 key splits",
+            Policy::Tiled => "tiled matmul, 5-token chunks",
+            Policy::GpuTokens => "GPU shapes, 4 key splits, a token at a time",
+            Policy::Coop => "matrix-unit matmul",
+            Policy::GpuDecode => "GPU decode, the device's key splits",
+        })
     }
 }
 
 /// Every row of a case from one `forward_all` over prompt ++ greedy[..-1] from position 0, with
-/// kernel choice `variant`: 0 the device's policy, 1 the GPU workgroup shapes (threads per row,
-/// spans, 4 attention key splits for small batches) and its decode fusions (RMSNorm and SwiGLU in
-/// the matrix-vector kernel) in chunks of 7 tokens, 2 the tiled f32 matmul for every batch,
-/// 5-token chunks, 3 the GPU shapes and fusions one token at a time (natively, with the one-token
-/// integer form of the formats that have it where rows are 16-byte pieces: here Q4_K and Q8_0;
-/// no shared model has Q6_K rows of 2048k weights, tests/kernels.rs does), 4 the matrix-unit matmul
-/// (`--coop`, its default tile and split precision) for every batch, where the adapter has
-/// cooperative matrices (skipped, with a line saying so, where it has none: lavapipe), 5 as 3
-/// with the device's key splits for GPUs (one split at these contexts: no combine), as decoding
-/// runs on a GPU by default.
-fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
+/// the kernel choices of `policy`.
+fn check_all_rows(c: &Case, bytes: &Vec<u8>, policy: Policy) {
     let mut gpu = gpu(false);
-    if variant == 4 && !gpu.has_coop() {
-        println!("{} (variant 4): skipped: {} has no cooperative matrices (the matrix-unit matmul runs on GPUs that have them)", c.name, gpu.adapter_info);
+    if policy == Policy::Coop && !gpu.has_coop() {
+        println!("{} ({policy}): skipped: {} has no cooperative matrices (the matrix-unit matmul runs on GPUs that have them)", c.name, gpu.adapter_info);
         return;
     }
     let t = gpu.tuning_mut();
-    match variant {
-        0 => {}
-        1 | 3 => (t.cpu, t.splits) = (false, Some(4)),
-        5 => t.cpu = false,
+    match policy {
+        Policy::Device => {}
+        Policy::GpuChunks | Policy::GpuTokens => (t.cpu, t.splits) = (false, Some(4)),
+        Policy::GpuDecode => t.cpu = false,
         // The default tile even where it makes few workgroups (the 64 x 64 fallback: formats.rs).
-        4 => (t.coop, t.matvec_max_tokens, t.min_large_tiles) = (true, Some(0), Some(0)),
+        Policy::Coop => (t.coop, t.matvec_max_tokens, t.min_large_tiles) = (true, Some(0), Some(0)),
         // The f32 tiled kernel, also where the matrix-unit one is the default.
-        _ => (t.matvec_max_tokens, t.coop) = (Some(0), false),
+        Policy::Tiled => (t.matvec_max_tokens, t.coop) = (Some(0), false),
     }
     let g = webgpu_llama::Gguf::parse(bytes.as_slice()).unwrap();
-    let batch = [None, Some(7), Some(5), Some(1), None, Some(1)][variant as usize];
+    let batch = match policy {
+        Policy::Device | Policy::Coop => None,
+        Policy::GpuChunks => Some(7),
+        Policy::Tiled => Some(5),
+        Policy::GpuTokens | Policy::GpuDecode => Some(1),
+    };
     let llama = webgpu_llama::Llama::load(&gpu, &g, bytes, webgpu_llama::LoadOptions { batch, ..Default::default() }).unwrap();
     let all: Vec<u32> = c.prompt.iter().chain(&c.greedy[..c.greedy.len() - 1]).copied().collect();
     let rows = block_on(llama.forward_all(&all, 0)).unwrap();
@@ -91,12 +128,12 @@ fn check_all_rows(c: &Case, bytes: &Vec<u8>, variant: u32) {
     for (i, (got, want)) in rows.chunks(c.vocab).zip(&c.rows).enumerate() {
         let e = max_abs(got, want);
         worst = worst.max(e);
-        assert!(e <= TOL, "{} (variant {variant}): batched row {i} max abs {e}", c.name);
+        assert!(e <= TOL, "{} ({policy}): batched row {i} max abs {e}", c.name);
         if i + 1 >= c.prompt.len() {
-            assert_eq!(argmax(got), c.greedy[i + 1 - c.prompt.len()], "{} (variant {variant}): greedy at row {i}", c.name);
+            assert_eq!(argmax(got), c.greedy[i + 1 - c.prompt.len()], "{} ({policy}): greedy at row {i}", c.name);
         }
     }
-    println!("{} (variant {variant}): {} batched rows, max abs {worst:.3e}", c.name, c.rows.len());
+    println!("{} ({policy}): {} batched rows, max abs {worst:.3e}", c.name, c.rows.len());
     llama.dispose();
 }
 
@@ -177,10 +214,10 @@ fn check_case_f16(c: &Case) {
     let alone_from = |first: usize| rounded.iter().zip(&c.rows).skip(first).map(|(a, b)| max_abs(a, b)).fold(0.0, f32::max);
     let alone = alone_from(0);
     println!("{}: the f16 rounding of the cache alone moves the f64 logits by {alone:.3e}", c.name);
-    // Every row in one forward_all: 0 the device's kernels, 1 the GPU shapes with 4 key splits.
-    for variant in 0..2 {
+    // Every row in one forward_all: the device's kernels, the GPU shapes with 4 key splits.
+    for policy in [Policy::Device, Policy::GpuChunks] {
         let mut gpu = base.clone();
-        if variant == 1 {
+        if policy == Policy::GpuChunks {
             let t = gpu.tuning_mut();
             (t.cpu, t.splits) = (false, Some(4));
         }
@@ -196,17 +233,17 @@ fn check_case_f16(c: &Case) {
         let r32 = block_on(m32.forward_all(&all, 0)).unwrap();
         let r16 = block_on(m16.forward_all(&all, 0)).unwrap();
         let d = max_abs(&r16, &r32);
-        assert!(d <= TOL_F16, "{} (variant {variant}): the f16 cache's rows differ from the f32 cache's by {d}", c.name);
+        assert!(d <= TOL_F16, "{} ({policy}): the f16 cache's rows differ from the f32 cache's by {d}", c.name);
         let mut e = F16Errors::default();
         for (i, row) in r16.chunks(c.vocab).enumerate() {
-            e.check(c, &rounded, &format!("variant {variant}"), i, row);
+            e.check(c, &rounded, &policy.to_string(), i, row);
             if i + 1 >= p {
-                assert_eq!(argmax(row), c.greedy[i + 1 - p], "{} (variant {variant}): f16 cache, greedy at row {i}", c.name);
+                assert_eq!(argmax(row), c.greedy[i + 1 - p], "{} ({policy}): f16 cache, greedy at row {i}", c.name);
             }
         }
-        e.check_ratio(c, &format!("variant {variant}"), alone);
+        e.check_ratio(c, &policy.to_string(), alone);
         println!(
-            "{} (variant {variant}): {} rows, max abs from ../shared/reference: f32 cache {:.3e}, f16 cache {:.3e}; f16 from f32 cache {:.3e}; \
+            "{} ({policy}): {} rows, max abs from ../shared/reference: f32 cache {:.3e}, f16 cache {:.3e}; f16 from f32 cache {:.3e}; \
              f16 cache from the f64 pass with an f16 cache {:.3e}",
             c.name,
             c.rows.len(),

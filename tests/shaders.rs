@@ -5,7 +5,7 @@
 //! cooperative matrices run (lavapipe has none).
 
 use webgpu_llama::ggml::GgmlType;
-use webgpu_llama::kernels::{compose, hollow, CoopTile, CpuTile, Geometry, Kernel, PipelineKey, QuantOut, Tile};
+use webgpu_llama::kernels::{compose, hollow, CoopTile, CpuTile, Format, Geometry, Kernel, PipelineKey, QuantOut, Tile};
 use webgpu_llama::KvType;
 use wgpu::naga;
 
@@ -327,6 +327,46 @@ fn cpu_attention_subgroups_tile_the_workgroup() {
                 Geometry::CpuAttention { subgroup: 0, .. } => assert!(sg == 0 || 16 % sg != 0, "hd {head_dim}: subgroups of {sg} unused"),
                 g => panic!("{g:?}"),
             }
+        }
+    }
+}
+
+/// The files under `shaders/` declare their resources by name only (`@bind`: the composer
+/// numbers them, and the bind groups are made from the names), and the structs that several
+/// kernels share once (`shaders/step.wgsl`, `shaders/attention_params.wgsl`).
+#[test]
+fn shader_files_declare_bindings_by_name_and_shared_structs_once() {
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for dir in ["shaders", "shaders/formats"] {
+        files.extend(std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "wgsl")));
+    }
+    let mut steps = 0;
+    for f in &files {
+        let src = std::fs::read_to_string(f).unwrap();
+        assert!(!src.contains("@binding("), "{}: a binding number", f.display());
+        steps += src.matches("struct Step {").count();
+        if !f.ends_with("attention_params.wgsl") {
+            assert!(!src.contains("struct Attn {"), "{}: declares attention's uniform again", f.display());
+        }
+    }
+    assert_eq!(steps, 1, "struct Step declared once");
+}
+
+/// `kernels::FORMATS` says which optional forms each format file defines (the composer reads
+/// the table, never the files): its pieces (`//@pieces`), the integer form (`pint`), its own
+/// `dq4a` and `bdot` before the pieces; and the files leave the table's constants to it.
+#[test]
+fn the_format_table_matches_the_format_files() {
+    for ty in GgmlType::ALL {
+        let f = Format::of(ty);
+        assert_eq!(f.ty, ty);
+        let name = ty.name();
+        assert_eq!(f.pieces.is_some(), f.source.contains("\n//@pieces\n"), "{name}: pieces");
+        assert_eq!(f.int, f.source.contains("\nfn pint("), "{name}: the integer form");
+        assert_eq!(f.dq4a, f.base().contains("\nfn dq4a("), "{name}: dq4a");
+        assert_eq!(f.bdot, f.base().contains("\nfn bdot("), "{name}: bdot");
+        for c in ["BLOCK_ELEMS", "BLOCK_BYTES", "GROUP", "CHUNK", "PIECE", "RUNS"] {
+            assert!(!f.source.contains(&format!("const {c}:")), "{name}: declares {c}, the table's");
         }
     }
 }

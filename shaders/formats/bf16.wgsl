@@ -1,10 +1,6 @@
 // formats/bf16.wgsl: GGML BF16, the upper 16 bits of an f32 per weight (2 bytes): widened by
 // shifting into the high half (exact). (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 1u;
-const BLOCK_BYTES: u32 = 2u;
 // No scales: a span's calls share only their word loads (ld2); spans that divide 64 take dq4s.
-const GROUP: u32 = 64u;
-const CHUNK: u32 = 16u;
 
 // The two bf16 values of a word, widened.
 fn bf2(w: u32) -> vec2<f32> {

@@ -8,7 +8,8 @@
 // field starts at an even byte offset; when a row or block starts 2 bytes into a word (Q4_0,
 // Q5_0, Q8_0, Q3_K, Q6_K, F16, BF16 with odd rows), `ld` joins two words.
 //
-// The interface of a format file (the only code written per GGML type):
+// The interface of a format file (the only code written per GGML type; the constants are
+// kernels::Format's, composed before this file):
 //   BLOCK_ELEMS, BLOCK_BYTES: a row of `cols` weights is cols / BLOCK_ELEMS blocks of BLOCK_BYTES;
 //   CHUNK: weights a matvec thread takes per step (a multiple of 4; a block, or the span over
 //     which a block's bytes and scales are shared, so that one step loads each byte once);
@@ -25,8 +26,8 @@
 // Optionally, 16-byte pieces (matvec.wgsl's WIDE form, where the format's rows start on 16-byte
 // boundaries of a buffer bound from byte 0, as every weight part is): the part of the file after
 // its `//@pieces` line, composed into that form only (it reads the weights' second view
-// `W4: array<vec4<u32>>`, which only that form declares; kernels::format_piece reads PIECE and
-// RUNS):
+// `W4: array<vec4<u32>>`, which only that form declares; PIECE and RUNS composed from
+// kernels::Format::pieces):
 //   PIECE: weights per piece; RUNS: runs of PIECE / RUNS consecutive weights in a piece;
 //   struct Piece: what a thread holds of a piece (its words, its decoded scales);
 //   pcol(p, r): the first column of run r of piece p;
@@ -43,8 +44,8 @@
 //   (a multiple of 32) of the row starting at byte rb with x (8 vec4s; xs their sum), the
 //   block's words and scales loaded once and its scale applied once (weights a q + b: a (q . x)
 //   + b xs): matvec.wgsl's CPU form (XB) takes it where the format has it (BDOT).
-// And optionally, for runs of 16 weights, the integer form (matvec.wgsl's IDOT; kernels::format_int
-//   looks for `fn pint`): pint(q, r, j): weights 4j .. 4j + 4 of run r as four signed bytes n;
+// And optionally, for runs of 16 weights, the integer form (matvec.wgsl's IDOT where
+//   kernels::Format::int says so): pint(q, r, j): weights 4j .. 4j + 4 of run r as four signed bytes n;
 //   pab(q, r): (a, b) such that each weight of the run is exactly a * n - b.
 // Weight kernels use nothing else of a format: matvec and matmul (and embed, through `dequant`).
 

@@ -1,11 +1,7 @@
 // formats/f16.wgsl: GGML F16, IEEE half per weight (2 bytes); a row starts 2 bytes into a word
 // when it follows a row of odd width. Widened with unpack2x16float (exact; no shader-f16).
 // (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 1u;
-const BLOCK_BYTES: u32 = 2u;
 // No scales: a span's calls share only their word loads (ld2); spans that divide 64 take dq4s.
-const GROUP: u32 = 64u;
-const CHUNK: u32 = 16u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let x = rb + 2u * cb;
@@ -14,8 +10,6 @@ fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
 
 //@pieces
 // 16-byte pieces (matvec.wgsl's WIDE form; interface in common.wgsl): 8 weights, one load.
-const PIECE: u32 = 8u;
-const RUNS: u32 = 1u;
 
 struct Piece { q: vec4<u32> }
 

@@ -4,10 +4,6 @@
 // value (d * (sc & 15)) * q - dmin * (sc >> 4) (ggml-quants.c dequantize_row_q2_K). Blocks are
 // word aligned. A qs byte serves four weights 32 apart: CHUNK 128 loads each byte once.
 // (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 256u;
-const BLOCK_BYTES: u32 = 84u;
-const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column)
-const CHUNK: u32 = 128u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let c = cb + o;

@@ -5,10 +5,6 @@
 // nibble of scales[i % 8] (high nibble when i >= 8), top bits (scales[8 + i % 4] >> 2(i / 4)) & 3,
 // minus 32 (ggml-quants.c dequantize_row_q3_K). Blocks alternate between word aligned and 2
 // bytes in (`ld`). A qs byte serves four weights 32 apart: CHUNK 128. (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 256u;
-const BLOCK_BYTES: u32 = 110u;
-const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column)
-const CHUNK: u32 = 128u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let c = cb + o;

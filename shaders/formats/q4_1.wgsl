@@ -2,10 +2,6 @@
 // { f16 d, m; u8 qs[16] }; weight j < 16 is the low nibble of qs[j], weight j + 16 the high one;
 // value q * d + m (ggml-quants.c dequantize_row_q4_1). Blocks are word aligned.
 // (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 32u;
-const BLOCK_BYTES: u32 = 20u;
-const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column; dq4a shares a block)
-const CHUNK: u32 = 32u;
 
 // (dq4s: common.wgsl's, through this.)
 fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {

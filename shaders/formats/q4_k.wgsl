@@ -5,10 +5,6 @@
 // (d * sc) * q - dmin * m (ggml-quants.c dequantize_row_q4_K). Blocks are word aligned; CHUNK 64
 // loads each qs byte once. matmul_coop.wgsl's WQ4K reads this layout too. (Interface:
 // common.wgsl.)
-const BLOCK_ELEMS: u32 = 256u;
-const BLOCK_BYTES: u32 = 144u;
-const GROUP: u32 = 32u;
-const CHUNK: u32 = 64u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let w0 = (rb >> 2u) + 36u * (cb >> 8u);
@@ -25,8 +21,6 @@ fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
 // vector load; its low nibbles are the 16 weights from pcol(p, 0), its high ones the 16 from
 // pcol(p, 1), with the scale/min pairs 2c and 2c + 1 (c = (p % 8) / 2) of the block's header
 // (its first vec4: d, dmin, the 12 scale bytes; a second load, shared by the block's 8 pieces).
-const PIECE: u32 = 32u;
-const RUNS: u32 = 2u;
 
 // The piece's qs bytes, and (scale, min) of run 0 in s.xy, of run 1 in s.zw.
 struct Piece { q: vec4<u32>, s: vec4<f32> }

@@ -3,10 +3,6 @@
 // (as the fifth bit), weight j + 16 the high nibble plus bit j + 16; value (q - 16) * d
 // (ggml-quants.c dequantize_row_q5_0). Blocks alternate between word aligned and 2 bytes in
 // (`ld`). (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 32u;
-const BLOCK_BYTES: u32 = 22u;
-const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column; dq4a shares a block)
-const CHUNK: u32 = 32u;
 
 // (dq4s: common.wgsl's, through this.)
 fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {

@@ -1,10 +1,6 @@
 // formats/q5_1.wgsl: GGML Q5_1 (ggml-common.h block_q5_1): 32 weights in 24 bytes,
 // { f16 d, m; u8 qh[4]; u8 qs[16] }; the 5-bit q as in Q5_0; value q * d + m (ggml-quants.c
 // dequantize_row_q5_1). Blocks are word aligned. (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 32u;
-const BLOCK_BYTES: u32 = 24u;
-const GROUP: u32 = 4u; // (nothing shared: dq4s takes cb + o as one column; dq4a shares a block)
-const CHUNK: u32 = 32u;
 
 // (dq4s: common.wgsl's, through this.)
 fn dq4a(rb: u32, cb: u32, o: u32) -> vec4<f32> {

@@ -4,10 +4,6 @@
 // fifth bit (value 16) from qh[l]: bit 2c for weight 64c + l, bit 2c + 1 for 64c + 32 + l;
 // value (d * sc) * q - dmin * m (ggml-quants.c dequantize_row_q5_K). Blocks are word aligned.
 // (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 256u;
-const BLOCK_BYTES: u32 = 176u;
-const GROUP: u32 = 32u;
-const CHUNK: u32 = 64u;
 
 fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
   let w0 = (rb >> 2u) + 44u * (cb >> 8u);

@@ -8,10 +8,6 @@
 // values, so that every block starts on a 16-byte boundary (the pieces below). Other rows keep
 // the file's layout, whose blocks alternate between word aligned and 2 bytes in (`ld`). Which
 // one: REGROUP (8 or 0, kernels::PipelineKey::regroup). A qh byte serves four weights 32 apart: CHUNK 128. (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 256u;
-const BLOCK_BYTES: u32 = 210u;
-const GROUP: u32 = 16u;
-const CHUNK: u32 = 128u;
 
 // Byte offsets of block b's ql (its first byte) and of its d, in the row starting at byte rb.
 fn q6_block(rb: u32, b: u32) -> vec2<u32> {
@@ -43,8 +39,6 @@ fn dq4s(rb: u32, cb: u32, o: u32) -> vec4<f32> {
 // 0, k = c), their high ones the 16 at k = c + 2 (run 1); each also takes the same 16 qh bytes,
 // 128 + 32n + l0 .. (a second load, shared with the piece at the other c), and its two scales
 // and d (the block's scales vec4, the group's d vec4: cache hits after the first piece).
-const PIECE: u32 = 32u;
-const RUNS: u32 = 2u;
 
 // The piece's ql and qh bytes (qh shifted so that run r's 2 bits are at 4r), and d * sc of each
 // run.

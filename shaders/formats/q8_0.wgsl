@@ -8,10 +8,6 @@
 // one: REGROUP, the blocks per group (8, 2 or 0: repack.rs group_blocks), a constant of the
 // kernel (kernels::PipelineKey::regroup).
 // matmul_coop.wgsl's WQ8 reads the groups of 8 too. (Interface: common.wgsl.)
-const BLOCK_ELEMS: u32 = 32u;
-const BLOCK_BYTES: u32 = 34u;
-const GROUP: u32 = 32u;
-const CHUNK: u32 = 32u;
 
 // Byte offsets of the qs and of the d of block b of the row starting at byte rb.
 fn q8_block(rb: u32, b: u32) -> vec2<u32> {
@@ -58,8 +54,6 @@ fn bdot(rb: u32, cb: u32, x: array<vec4<f32>, 8>, xs: f32) -> f32 {
 // 16-byte pieces (matvec.wgsl's WIDE form, rows regrouped in groups of 8): piece p is half p % 2
 // of block p / 2's qs, 16 weights in one load (a group is 17 vec4s: 16 of qs, then the d values); its d
 // is one more load, shared by the group's 16 pieces.
-const PIECE: u32 = 16u;
-const RUNS: u32 = 1u;
 
 struct Piece { q: vec4<u32>, d: f32 }
 

@@ -412,7 +412,7 @@ mod cli {
                 let mut mask = 0u64;
                 for n in names {
                     let ty = webgpu_llama::ggml::GgmlType::from_name(n).ok_or_else(|| format!("--wide-types {n}: not a GGML type name"))?;
-                    if webgpu_llama::kernels::format_piece(ty).is_none() {
+                    if webgpu_llama::kernels::Format::of(ty).pieces.is_none() {
                         return Err(format!("--wide-types {n}: {} has no 16-byte pieces (Q4_K, Q6_K, F16 and Q8_0 do)", ty.name()).into());
                     }
                     mask |= 1 << ty as u32;
