@@ -203,7 +203,7 @@ impl Tile {
     pub const PORTABLE: Tile = Tile { bm: 64, bn: 64, tm: 4, tn: 4 };
     /// 64 x 128, 4 x 8 per thread, 256 threads, 24 KiB of workgroup memory: the fastest of
     /// 64x64/4x4, 128x128/8x8, 128x64/8x4, 64x128/4x8 and 64x64/8x8 for prefill on an H200
-    /// (`bench --tile`, pp512 of the Llama-3.2-1B shape in Q8_0: 7.6k, 6.4k, 6.4k, 8.1k, 5.5k tok/s).
+    /// (`bench --set tile=...`, pp512 of the Llama-3.2-1B shape in Q8_0: 7.6k, 6.4k, 6.4k, 8.1k, 5.5k tok/s).
     pub const LARGE: Tile = Tile { bm: 64, bn: 128, tm: 4, tn: 8 };
 
     /// Threads per workgroup.
@@ -284,7 +284,7 @@ impl std::str::FromStr for CpuTile {
     type Err = String;
 
     /// `LANESxROWS/TOKENS`: lanes 1 to 256, rows 1 to 8, tokens 1 to 32 (no subgroups: see
-    /// `Tuning::cpu_subgroup`).
+    /// [`crate::Gpu::cpu_subgroup`]).
     fn from_str(s: &str) -> Result<CpuTile, String> {
         let bad = || format!("cpu tile {s:?}: expected LANESxROWS/TOKENS, e.g. 64x3/16");
         let v: Vec<u32> = s.split(['x', '/']).map(|p| p.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
@@ -324,7 +324,7 @@ impl CoopTile {
     /// 128 x 128 in 8 subgroups of 64 x 32 (each loads 4 weight fragments and 2 token fragments
     /// for 8 products, against 2 and 2 for 4 in 32 x 32), weights and activations each split in
     /// two f16 halves: 48 KiB of workgroup memory. On an H200, pp512 against [`CoopTile::COMPACT`]
-    /// (with [`crate::gpu::Tuning::min_large`] 128 against 256): 8B Q4_K_M 3781 -> 4302
+    /// (with [`crate::policy::min_large`] 128 against 256): 8B Q4_K_M 3781 -> 4302
     /// tok/s, Llama-3.2-1B shape Q8_0 19935 -> 21551, Q4_K_M 21648 -> 22424, F16 26685 -> 31954
     /// (BENCHMARKS.md v21; subgroups of 32 x 64 ran even, 64 x 64 slower).
     pub const DEFAULT: CoopTile = CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, split: 2, pieces: false };
@@ -340,7 +340,7 @@ impl CoopTile {
     /// This tile for `cols`-wide weights of format `ty`: F16 and BF16 weights are exact in f16
     /// after `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are
     /// zero and skipped; F16 rows of whole 16-byte pieces take [`CoopTile::pieces`], and with
-    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) Q8_0 and Q6_K rows regrouped in
+    /// `quant_pieces` (the `coop_quant_pieces` knob ([`crate::knobs`])) Q8_0 and Q6_K rows regrouped in
     /// groups of 8 blocks, and Q4_K.
     pub fn for_format(self, ty: GgmlType, cols: u32, quant_pieces: bool) -> CoopTile {
         let regrouped = crate::repack::group_blocks(ty, cols) == 8;
@@ -389,7 +389,7 @@ impl CoopTile {
     }
 }
 
-/// `BMxBN/SPLIT`, with `/SMxSN` where the subgroup block is not 32 x 32 (`--coop-tile`'s syntax).
+/// `BMxBN/SPLIT`, with `/SMxSN` where the subgroup block is not 32 x 32 (the `coop_tile` knob's syntax).
 impl std::fmt::Display for CoopTile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}x{}/{}", self.bm, self.bn, self.split)?;
@@ -554,7 +554,7 @@ pub enum Geometry {
         /// ([`crate::attention::decode_chunk`]).
         keys: u32,
         /// A chunk's first value rows are loaded before its keys are scored (`PREFETCH`,
-        /// [`crate::gpu::Tuning::attn_prefetch`]).
+        /// the `attn_prefetch` knob ([`crate::knobs`])).
         prefetch: bool,
         /// `attention_decode_wide.wgsl` only: each subgroup keeps its own online softmax over
         /// the keys it scores and values, merged once after the keys (`OWNED`, no barrier a
@@ -985,7 +985,7 @@ pub fn matvec_lanes(tpr: u32, sg: u32) -> u32 {
 /// activations' loads across subgroups of `sg` lanes (`XB` in `shaders/matvec.wgsl`): with 4 or
 /// more lanes (so that a 32-column step's 8 vec4s take at most 2 loads a lane). The defaults
 /// that suit that form ([`matvec_workgroup`], [`crate::linear::rows_per_thread`],
-/// [`crate::gpu::Tuning::fused`]) ask here too.
+/// [`crate::policy::fused`]) ask here too.
 pub fn broadcasts(sg: u32) -> bool {
     sg >= 4
 }
@@ -1146,10 +1146,12 @@ fn expand(lines: &[&str], vars: &[(String, u32)], consts: &[(&str, u32)], out: &
     }
 }
 
-/// `src` (a composed kernel) returning at the entry of `main` ([`crate::gpu::Hollow`]; every
+/// `src` (a composed kernel) returning at the entry of `main` ([`crate::lab::Hollow`]; `lab`
+/// builds only; every
 /// kernel but `stream.wgsl`, which measures the device): the rest stays in the module, so that
 /// the bindings it declares are still in the derived layout (`tests/shaders.rs` checks both for
 /// every variant). (A constant condition: the barriers after it stay in uniform control flow.)
+#[cfg(feature = "lab")]
 pub fn hollow(src: &str) -> String {
     let entry = src.find("\nfn main(").expect("a composed kernel has a main");
     assert_eq!(src.rfind("\nfn main("), Some(entry), "a composed kernel has one main");
@@ -1172,7 +1174,7 @@ impl Kernels {
 
     /// The pipeline for `key`, compiled on first use (layout derived from the WGSL).
     ///
-    /// Natively, unless [`crate::gpu::Tuning::checked_shaders`] is set, the module is created
+    /// Natively, unless [`crate::gpu::Switches::checked_shaders`] is set, the module is created
     /// without wgpu's injected runtime checks: every loop of these kernels has a bound known
     /// at dispatch, and every index stays inside its array by construction (the tests check the
     /// results on every shape), while buffer accesses stay covered by Vulkan's robust buffer
@@ -1181,15 +1183,14 @@ impl Kernels {
     /// per-thread arrays in registers. The browser always compiles its own checked form.
     pub fn pipeline(&mut self, gpu: &Gpu, key: PipelineKey) -> wgpu::ComputePipeline {
         let device = &gpu.device;
-        let checked = gpu.tuning().checked_shaders;
+        let checked = gpu.switches().checked_shaders;
         self.pipelines
             .entry(key)
             .or_insert_with(|| {
                 let label = key.label();
-                let mut src = gpu.wgsl_source(compose(&key));
-                if gpu.tuning().hollow.hollows(key.kernel) {
-                    src = hollow(&src);
-                }
+                let src = gpu.wgsl_source(compose(&key));
+                #[cfg(feature = "lab")]
+                let src = if gpu.lab().hollow.hollows(key.kernel) { hollow(&src) } else { src };
                 let desc = wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(src.into()) };
                 let module = if checked || cfg!(target_arch = "wasm32") {
                     device.create_shader_module(desc)
