@@ -236,19 +236,14 @@ impl BenchReport {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
         let lab = format!("{{{}}}", self.knobs.iter().map(|(k, v)| format!("{k:?}:{v:?}")).collect::<Vec<_>>().join(","));
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"hollow\":\"{}\",\"staged_tokens\":{},\"decoded_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\",\"commit\":\"{}\",\"caps\":{},\"cpu_policy\":{},\"switches\":{},\"lab\":{}}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"staged_tokens\":{},\"decoded_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\",\"commit\":\"{}\",\"caps\":{},\"cpu_policy\":{},\"switches\":{},\"lab\":{}}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.hollow_mode(), self.staged.0, self.staged.1, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.staged.0, self.staged.1, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
             self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv,
             self.commit, caps_json(&self.caps), self.cpu_policy, switches_json(&self.switches),
             lab
         )
-    }
-
-    /// The hollow mode in force ("off" outside `lab` builds).
-    fn hollow_mode(&self) -> String {
-        self.knobs.iter().find(|(k, _)| *k == "hollow").map_or("off".to_string(), |(_, v)| v.clone())
     }
 }
 
@@ -341,13 +336,19 @@ impl std::fmt::Display for BenchReport {
             writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
         }
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
-        // (Hollow kernels read no bytes: a bandwidth would mean nothing.)
-        let read = self.hollow_mode() == "off";
+        // (In `lab` builds, hollow kernels read no bytes: a bandwidth would mean nothing.)
+        #[cfg(feature = "lab")]
+        let read = self.hollow == crate::lab::Hollow::Off;
+        #[cfg(not(feature = "lab"))]
+        let read = true;
         if read {
             writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
         } else {
-            let why = if self.hollow_mode().starts_with("only:") { "no bandwidth: a kernel hollow" } else { "none read: hollow kernels" };
-            writeln!(f, "weight bytes per token: {} ({why})", self.weight_bytes_per_token)?;
+            #[cfg(feature = "lab")]
+            {
+                let why = if matches!(self.hollow, crate::lab::Hollow::Only(_)) { "no bandwidth: a kernel hollow" } else { "none read: hollow kernels" };
+                writeln!(f, "weight bytes per token: {} ({why})", self.weight_bytes_per_token)?;
+            }
         }
         if let Some(b) = self.bandwidth_bound_tps().filter(|_| read) {
             writeln!(

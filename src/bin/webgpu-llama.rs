@@ -207,24 +207,30 @@ mod cli {
     }
 
     impl Choices {
-        /// Applies the choices to `gpu`; `Ok(false)` where one was `help` (the list printed).
-        fn apply(&self, gpu: &mut Gpu) -> Result<bool, Box<dyn std::error::Error>> {
+        /// Prints the lists `--switch help` and `--set help` ask for; whether one was asked.
+        fn help(&self) -> bool {
+            let switches = self.switches.iter().any(|s| s == "help");
+            if switches {
+                println!("{}", webgpu_llama::gpu::Switches::help());
+            }
+            #[cfg(feature = "lab")]
+            if self.set.iter().any(|s| s == "help") {
+                println!("{}", webgpu_llama::lab::help());
+                return true;
+            }
+            switches
+        }
+
+        /// Applies the choices to `gpu`.
+        fn apply(&self, gpu: &mut Gpu) -> Result<(), Box<dyn std::error::Error>> {
             for s in &self.switches {
-                if s == "help" {
-                    println!("{}", webgpu_llama::gpu::Switches::help());
-                    return Ok(false);
-                }
                 gpu.switches_mut().set(s)?;
             }
             #[cfg(feature = "lab")]
             for s in &self.set {
-                if s == "help" {
-                    println!("{}", webgpu_llama::lab::help());
-                    return Ok(false);
-                }
                 gpu.lab_mut().set(s)?;
             }
-            Ok(true)
+            Ok(())
         }
     }
 
@@ -327,11 +333,12 @@ mod cli {
             } => {
                 #[cfg(not(feature = "lab"))]
                 let copy_logits = false;
-                let bytes = read(&model)?;
-                let mut gpu = Gpu::native(default_limits).await?;
-                if !choices.apply(&mut gpu)? {
+                if choices.help() {
                     return Ok(());
                 }
+                let bytes = read(&model)?;
+                let mut gpu = Gpu::native(default_limits).await?;
+                choices.apply(&mut gpu)?;
                 let g = Gguf::parse(bytes.as_slice())?;
                 let opts =
                     webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits, random_next, generate };
@@ -376,11 +383,12 @@ mod cli {
                 Ok(())
             }
             Cmd::Run { model, tokens, n, ctx, kv, dump_logits, default_limits, generation, choices } => {
-                let bytes = read(&model)?;
-                let mut gpu = Gpu::native(default_limits).await?;
-                if !choices.apply(&mut gpu)? {
+                if choices.help() {
                     return Ok(());
                 }
+                let bytes = read(&model)?;
+                let mut gpu = Gpu::native(default_limits).await?;
+                choices.apply(&mut gpu)?;
                 #[cfg(feature = "lab")]
                 if gpu.lab().hollow != webgpu_llama::lab::Hollow::Off {
                     return Err(
