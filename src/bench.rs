@@ -571,7 +571,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
 /// `shaders/stream.wgsl` reading a buffer of `bytes` (zeroed) `reps` times, timed from submit to
 /// completion (the submit and the wait, about 60 us on an H200, are under 1% of a pass of 32
 /// reads of 1 GiB), after one untimed pass. The practical ceiling of a weight kernel's reads
-/// (16-byte loads, side by side), printed beside the decode's weight bandwidth (`bench --stream`).
+/// (16-byte loads, side by side), printed beside the decode's weight bandwidth (`bench --stream`, lab builds).
 ///
 /// # Errors
 /// [`crate::Error::Gpu`] when the device fails or is lost.

@@ -266,6 +266,9 @@ fn shaped(base: &Gpu, v: usize, i: usize, cap: Option<u64>) -> Gpu {
     g.switches_mut().int_dot = Some(false);
     match v {
         0 => g.set_cpu(false),
+        // Outside `lab` builds, 1 is the CPU policy as it is (its matvec up to 1 token).
+        #[cfg(not(feature = "lab"))]
+        1 => g.set_cpu(true),
         #[cfg(feature = "lab")]
         _ => lab_shaped(&mut g, v, i),
         #[cfg(not(feature = "lab"))]
@@ -321,8 +324,8 @@ fn lab_shaped(g: &mut Gpu, v: usize, i: usize) {
 /// where it has cooperative matrices (said once per format where it does not).
 fn variants(base: &Gpu, ty: GgmlType) -> usize {
     if cfg!(not(feature = "lab")) {
-        println!("{ty}: variants 1 to 8 (forced shapes: the CPU forms, threads per row, spans, tiles, matrix units) skipped: they need `--features lab`");
-        return 1;
+        println!("{ty}: variants 2 to 8 (forced shapes: threads per row, spans, tiles, matrix units) and variant 1's multi-token matvec skipped: they need `--features lab`");
+        return 2;
     }
     if base.has_coop() && policy::coop_fits(base, CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, ..CoopTile::DEFAULT }) {
         return 9;
@@ -375,7 +378,7 @@ fn check_format(ty: GgmlType) {
         check_embed(&shaped(&base, 1, 0, Some(3 * row_bytes + 19)), ty, 67, cols, &mut rng);
         // Q6_K's regrouped rows (2048k weights) through the expert kernels too.
         if cols % 2048 == 0 && webgpu_llama::repack::regrouped(ty, cols) {
-            for v in 0..3 {
+            for v in 0..nv.min(3) {
                 let n = [1u32, 5, 9][v];
                 check_experts(&shaped(&base, v, v, None), ty, 3, 5, cols, n, &mut rng);
                 check_experts(&shaped(&base, v, v, Some(5 * row_bytes + 19)), ty, 3, 5, cols, n, &mut rng);
@@ -383,7 +386,7 @@ fn check_format(ty: GgmlType) {
         }
         if cols <= 1024 {
             assert_eq!(per_binding(7 * row_bytes + 19, 7 * row_bytes), 1, "one expert per part");
-            for v in 0..3 {
+            for v in 0..nv.min(3) {
                 i += 1;
                 let n = TOKENS[i % TOKENS.len()];
                 check_experts(&shaped(&base, v, i, None), ty, 5, 67, cols, n, &mut rng);
