@@ -2,7 +2,7 @@
 """Every ../shared/reference case through the CLI on whatever device this machine has (the H200
 too, where the Rust tests do not run): `webgpu-llama run --dump-logits` writes every row from the
 batched path; each row must be within TOL (max abs) of the float64 reference and the greedy
-continuation identical. Extra arguments go to `run` (kernel choices, e.g. --coop).
+continuation identical. Extra arguments go to `run` (kernel choices, e.g. --switch coop=true).
 
   scripts/check-reference.py BIN SHARED_DIR [MODELS_DIR_FALLBACK] [-- RUN_ARGS...]
 Exit status 1 when a case fails. Plain Python (no numpy).

@@ -15,17 +15,30 @@ if [[ ! -d ../shared/reference || ! -d ../shared/models ]]; then
 fi
 [[ -f .models/SmolLM2-135M-Instruct.Q4_1.gguf ]] || bash scripts/fetch-models.sh
 
-echo "== gates: cargo fmt --check, cargo clippy --all-targets -D warnings, cargo doc -D warnings"
+echo "== gates: cargo fmt --check, cargo clippy --all-targets -D warnings (default and --features lab), cargo doc -D warnings"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+cargo clippy --all-targets --features lab -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
-echo "== native tests (cargo test, Vulkan: lavapipe on a machine without a GPU)"
-cargo test --all-targets 2>&1 | tee /tmp/webgpu-llama-native-tests.log
+echo "== the default build has no laboratory: bench takes no --set (numeric overrides, hollow), and at most 16 flags"
+cargo build --bin webgpu-llama --quiet
+bench_help=$(target/debug/webgpu-llama bench --help)
+if grep -qE -- '--set|--stream|--copy-logits' <<<"$bench_help"; then
+    echo "ERROR: the default build's bench has laboratory flags" >&2
+    exit 1
+fi
+flags=$(grep -cE '^ +(-[a-z], )?--' <<<"$bench_help")
+[[ $flags -le 16 ]] || { echo "ERROR: the default build's bench lists $flags flags" >&2; exit 1; }
+
+echo "== native tests, default build (Vulkan: lavapipe on a machine without a GPU): the device's policy on every reference case"
+cargo test --test reference 2>&1 | tee /tmp/webgpu-llama-native-tests.log
+echo "== native tests with the laboratory (--features lab: every kernel form forced, the measuring modes)"
+cargo test --all-targets --features lab 2>&1 | tee -a /tmp/webgpu-llama-native-tests.log
 cargo test --doc 2>&1 | tee -a /tmp/webgpu-llama-native-tests.log # the crate docs' native example
 native_pass=$(grep -Eo 'test result: [a-z]+\. [0-9]+ passed' /tmp/webgpu-llama-native-tests.log | awk '{s+=$4} END {print s+0}')
 echo "== the wide one-token attention again at 16 lanes (lavapipe at 512 bits): subgroups that own their keys, 2 lanes a key"
-LP_NATIVE_VECTOR_WIDTH=512 WEBGPU_LLAMA_EXPECT_LANES=16 cargo test --test kernels wide_decode_attention -- --nocapture 2>&1 | tee /tmp/webgpu-llama-lanes16.log
+LP_NATIVE_VECTOR_WIDTH=512 WEBGPU_LLAMA_EXPECT_LANES=16 cargo test --features lab --test kernels wide_decode_attention -- --nocapture 2>&1 | tee /tmp/webgpu-llama-lanes16.log
 grep -q "head dim 64: 16 lanes, subgroups own their keys" /tmp/webgpu-llama-lanes16.log \
     || { echo "ERROR: the 16-lane run did not take the owned form at head dim 64" >&2; exit 1; }
 

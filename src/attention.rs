@@ -191,7 +191,7 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     if n_tokens > SPLIT_MAX_TOKENS {
         return 1;
     }
-    if let Some(s) = gpu.tuning().splits {
+    if let Some(s) = lab!(gpu, splits) {
         return s.clamp(1, MAX_SPLITS);
     }
     if gpu.is_cpu() {
@@ -204,19 +204,19 @@ pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
 
 /// Whether batches of more than [`SPLIT_MAX_TOKENS`] tokens take `attention_tiled.wgsl`: on GPUs
 /// (not CPU adapters) where its tiles fit ([`tiled_geometry`]), unless
-/// [`crate::gpu::Tuning::tiled_attention`] is off.
+/// [`crate::gpu::Switches::tiled_attention`] is off.
 pub fn tiled_kernel(gpu: &Gpu, cfg: &Config) -> bool {
-    !gpu.is_cpu() && gpu.tuning().tiled_attention && tiled_geometry(cfg.head_dim, gpu.limits().max_compute_workgroup_storage_size, cfg.kv).is_some()
+    !gpu.is_cpu() && gpu.switches().tiled_attention && tiled_geometry(cfg.head_dim, gpu.limits().max_compute_workgroup_storage_size, cfg.kv).is_some()
 }
 
 /// Whether one-token batches take `shaders/attention_decode.wgsl` (a key per thread; its query
 /// heads and scores in workgroup memory): on GPUs (not CPU adapters, where a thread per key
 /// buys nothing), for head dims that are whole vectors and groups of at most 8 query heads whose
 /// workgroup memory (q, scores, the key groups' sums and the token's own key) fits the
-/// device's, unless [`crate::gpu::Tuning::decode_attention`] is off.
+/// device's, unless [`crate::gpu::Switches::decode_attention`] is off.
 pub fn decode_kernel(gpu: &Gpu, cfg: &Config) -> bool {
     let g = cfg.n_heads / cfg.n_kv_heads;
-    gpu.tuning().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && decode_fits(gpu, cfg, 64)
+    gpu.switches().decode_attention.unwrap_or(!gpu.is_cpu()) && cfg.head_dim % 4 == 0 && g <= 8 && decode_fits(gpu, cfg, 64)
 }
 
 /// Whether `attention_decode.wgsl` with chunks of `keys` keys (and as many threads) fits the
@@ -246,14 +246,14 @@ fn merge_bytes(cfg: &Config, threads: u32, heads: u32) -> u32 {
 /// memory and barriers; the workgroups are few then, so the wider ones still fit the GPU at
 /// once), else 64: a short context's splits of one chunk would leave half the threads idle,
 /// and an odd number of chunks rounded up to 128-key chunks would move keys between splits
-/// and leave the last ones empty. [`crate::gpu::Tuning::attn_chunk`] forces either. The
+/// and leave the last ones empty. the `attn_chunk` knob ([`crate::knobs`]) forces either. The
 /// 128-key variant is compiled only where the kernel merges its own splits ([`fuses_combine`],
 /// whose rule gives splits of several chunks) or splits or chunks are forced; elsewhere every
 /// step takes 64. Measured on an H200: BENCHMARKS.md v22. (`attention_decode_wide.wgsl`,
 /// [`decode_wide`], compiles its 128-key variant only where chunks are forced to 128: it walks
 /// a split's 64-key chunks with the next one's loads in flight.)
 pub fn decode_chunk(gpu: &Gpu, kv_len: u32, splits: u32) -> u32 {
-    chunk_keys(gpu.tuning().attn_chunk, kv_len, splits)
+    chunk_keys(lab!(gpu, attn_chunk), kv_len, splits)
 }
 
 fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
@@ -265,7 +265,7 @@ fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
 /// `attention_decode.wgsl`: a chunk's key and value loads all in flight at once (8 vectors a
 /// thread), the next chunk's while it is summed. It takes the fused form only
 /// ([`fuses_combine`]), head dims of a power of two times 4, and [`wide_fits`] for chunks of 64
-/// keys; [`crate::gpu::Tuning::attn_wide`] turns it on or off, by default on for head dims past
+/// keys; [`crate::gpu::Switches::attn_wide`] turns it on or off, by default on for head dims past
 /// [`PREFETCH_MAX_HD`] (up to there `attention_decode.wgsl` loads a chunk's keys and first
 /// values at once too). Measured on an H100 (BENCHMARKS.md v30), decode tg128, all logits,
 /// `attention_decode.wgsl` / wide, alternated in one session: Llama-3-8B shape Q4_K_M (head dim
@@ -275,20 +275,20 @@ fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
 /// 791.9 / 750.6, 770.2 and F16 648.6, 642.8 / 642.4, 637.7.
 pub fn decode_wide(gpu: &Gpu, cfg: &Config) -> bool {
     let hd = cfg.head_dim;
-    let on = gpu.tuning().attn_wide.unwrap_or(hd > PREFETCH_MAX_HD);
+    let on = gpu.switches().attn_wide.unwrap_or(hd > PREFETCH_MAX_HD);
     on && fuses_combine(gpu, cfg) && hd % 4 == 0 && (hd / 4).is_power_of_two() && wide_fits(gpu, cfg, 64)
 }
 
 /// Whether the wide kernel's subgroups each keep their own online softmax over the keys they
 /// score and value (`OWNED` in `attention_decode_wide.wgsl`), merged once after the keys as the
 /// key splits are, instead of a chunk's max and sum across the workgroup (two barriers a chunk,
-/// and a third before the next): where [`crate::gpu::Tuning::attn_owned`] is on and a value
+/// and a third before the next): where the `attn_owned` knob ([`crate::knobs`]) is on and a value
 /// row's `head_dim / 4` threads fit in one subgroup, so that each subgroup values exactly the
 /// keys it scored (32 lanes: head dims up to 128). Off by default: written and tested on
 /// lavapipe (8 and 16 lanes), not yet timed on a GPU.
 pub fn decode_owned(gpu: &Gpu, cfg: &Config) -> bool {
-    let sg = gpu.tuning().reduce_subgroup;
-    gpu.tuning().attn_owned.unwrap_or(false) && sg != 0 && cfg.head_dim / 4 <= sg
+    let sg = gpu.reduce_subgroup();
+    lab!(gpu, attn_owned).unwrap_or(false) && sg != 0 && cfg.head_dim / 4 <= sg
 }
 
 /// Whether `attention_decode_wide.wgsl` with chunks of `keys` keys fits the device: its threads
@@ -296,7 +296,7 @@ pub fn decode_owned(gpu: &Gpu, cfg: &Config) -> bool {
 /// workgroup, and its workgroup memory (q, scores, the subgroups' maxima and sums and the key
 /// groups' sums per head; the own key and value and the merge's ticket once).
 pub fn wide_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
-    let (hd, sg) = (cfg.head_dim, gpu.tuning().reduce_subgroup);
+    let (hd, sg) = (cfg.head_dim, gpu.reduce_subgroup());
     let threads = wide_threads(hd, keys);
     let heads = decode_heads(gpu, cfg);
     let shared = heads * (4 * hd + keys * 4 + threads * 16 + 2 * 4 * threads / sg.max(1)) + 8 * hd + 4 + merge_bytes(cfg, threads, heads);
@@ -310,7 +310,7 @@ pub fn wide_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
 }
 
 /// Query heads per workgroup of `attention_decode.wgsl` ([`Geometry::AttentionDecode`]'s
-/// `heads`): [`crate::gpu::Tuning::attn_heads`] where it divides the group, else half of a group
+/// `heads`): the `attn_heads` knob ([`crate::knobs`]) where it divides the group, else half of a group
 /// of 4 or more (an even number), else the whole group; short steps may take one instead
 /// ([`short_steps_one_head`]). Halving doubles the workgroups and
 /// halves each one's serial work per chunk of keys, for twice the reads of the keys and values
@@ -321,7 +321,7 @@ pub fn wide_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
 pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
     let g = cfg.n_heads / cfg.n_kv_heads;
     let default = if g >= 4 && g % 2 == 0 { g / 2 } else { g };
-    gpu.tuning().attn_heads.filter(|&h| h >= 1 && g % h == 0).unwrap_or(default)
+    lab!(gpu, attn_heads).filter(|&h| h >= 1 && g % h == 0).unwrap_or(default)
 }
 
 /// The most keys over which a one-token step of `attention_decode.wgsl` (not the wide kernel)
@@ -337,29 +337,29 @@ pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
 pub const ONE_HEAD_MAX_KEYS: u32 = 1024;
 
 /// The most keys over which one-token steps of `attention_decode.wgsl` take one query head a
-/// workgroup ([`crate::gpu::Tuning::attn_heads_until`], else [`ONE_HEAD_MAX_KEYS`]), or `None`
+/// workgroup (the `attn_heads_until` knob ([`crate::knobs`]), else [`ONE_HEAD_MAX_KEYS`]), or `None`
 /// where they never do: the kernel runs with more ([`decode_heads`] unforced), not as the wide
 /// kernel, and merges its own splits (`merges`, [`fuses_combine`]: natively on Vulkan, where it
 /// was measured). The steps take it where their chunks are 64 keys. Its workgroups then have
 /// half the serial work a chunk and twice the count, which at short contexts (few key splits,
 /// a GPU partly idle) is what bounds the step.
 pub fn short_steps_one_head(gpu: &Gpu, cfg: &Config, merges: bool, wide_kernel: bool) -> Option<u32> {
-    let until = gpu.tuning().attn_heads_until.unwrap_or(ONE_HEAD_MAX_KEYS);
-    (merges && !wide_kernel && gpu.tuning().attn_heads.is_none() && decode_heads(gpu, cfg) > 1 && until > 0).then_some(until)
+    let until = lab!(gpu, attn_heads_until).unwrap_or(ONE_HEAD_MAX_KEYS);
+    (merges && !wide_kernel && lab!(gpu, attn_heads).is_none() && decode_heads(gpu, cfg) > 1 && until > 0).then_some(until)
 }
 
 /// Whether one-token batches apply RoPE and write the KV cache inside `attention_decode.wgsl`
 /// (the `rope_kv` dispatch then skips them: one dispatch fewer per layer and token): where the
 /// decode kernel runs ([`decode_kernel`]) and the decode fusions are on
-/// ([`crate::gpu::Tuning::fused`]).
+/// ([`crate::policy::fused`]).
 pub fn fuses_rope(gpu: &Gpu, cfg: &Config) -> bool {
-    decode_kernel(gpu, cfg) && gpu.tuning().fused()
+    decode_kernel(gpu, cfg) && crate::policy::fused(gpu)
 }
 
 /// Whether one-token attention with RoPE fused in ([`fuses_rope`]) also merges its key splits
 /// itself (the decode kernels' `COMBINE`, `attention_decode_io.wgsl`'s `merge`: the last workgroup of each head group to finish
 /// merges them), so that the combine dispatch runs only for batches of 2 to
-/// [`SPLIT_MAX_TOKENS`] tokens; where [`crate::gpu::Tuning::fused_combine`] is on (by default
+/// [`SPLIT_MAX_TOKENS`] tokens; where [`crate::gpu::Switches::fused_combine`] is on (by default
 /// natively on Vulkan only) and the device binds 8 storage buffers a stage (the kernel's, with
 /// the output's integers). The merge needs one workgroup's storage writes to be visible to
 /// another after a `storageBarrier()` and an atomic: naga's SPIR-V makes that barrier device
@@ -371,7 +371,7 @@ pub fn fuses_rope(gpu: &Gpu, cfg: &Config) -> bool {
 /// 281.6 / 292.3 tok/s (one pass 3358 / 3219 us), Llama-3.2-1B shape Q8_0 918.2 / 923.5, F16
 /// 827.9 / 848.7.
 pub fn fuses_combine(gpu: &Gpu, cfg: &Config) -> bool {
-    fuses_rope(gpu, cfg) && gpu.tuning().fused_combine.unwrap_or(false) && gpu.limits().max_storage_buffers_per_shader_stage >= 8
+    fuses_rope(gpu, cfg) && crate::policy::fused_combine(gpu) && gpu.limits().max_storage_buffers_per_shader_stage >= 8
 }
 
 /// Where the tickets of [`fuses_combine`] start in the partials buffer, in u32s: after the
@@ -382,7 +382,7 @@ pub fn tickets_at(cfg: &Config) -> u32 {
 }
 
 /// The largest head dim whose one-token attention loads a chunk's first value rows before it
-/// scores the keys by default ([`crate::gpu::Tuning::attn_prefetch`]). Measured on an H200
+/// scores the keys by default (the `attn_prefetch` knob ([`crate::knobs`])). Measured on an H200
 /// (BENCHMARKS.md v24; tg128, all logits, prefetch off / on, alternated in one session): head
 /// dim 64 (Llama-3.2-1B shape) after 512 keys Q8_0 925.0 / 949.1, 875.0 / 891.6, F16 821.5 /
 /// 839.1, 816.2 / 844.3, after 4096 keys Q8_0 790.0 / 806.2, 784.1 / 824.4, F16 737.6 / 760.4,
@@ -459,8 +459,8 @@ impl Builder<'_> {
             (Form::ManyRows, self.variant(PipelineKey::new(Kernel::Attention, prefill), &bufs)),
         ];
         // On CPU adapters: Cpu, and for one-token steps CpuOneToken (one query row a lane).
-        let cpu = (self.gpu.is_cpu() && self.gpu.tuning().cpu_attention && cfg.head_dim % 4 == 0).then(|| {
-            let sg = self.gpu.tuning().cpu_subgroup;
+        let cpu = (self.gpu.is_cpu() && self.gpu.switches().cpu_kernels && cfg.head_dim % 4 == 0).then(|| {
+            let sg = self.gpu.cpu_subgroup();
             let geometry = cpu_geometry(cfg.head_dim, sg, cfg.kv);
             let one = cpu_one_token_geometry(cfg.head_dim, sg, cfg.kv);
             for (form, geometry) in [(Form::Cpu, geometry), (Form::CpuOneToken, one)] {
@@ -484,7 +484,7 @@ impl Builder<'_> {
         // One-token batches on GPUs: the decode kernel.
         let merges = io.rope.is_some() && fuses_combine(self.gpu, cfg);
         let one = decode_kernel(self.gpu, cfg).then(|| {
-            let sg = Some(self.gpu.tuning().reduce_subgroup).filter(|&s| s >= 2 && 64 % s == 0).unwrap_or(0);
+            let sg = Some(self.gpu.reduce_subgroup()).filter(|&s| s >= 2 && 64 % s == 0).unwrap_or(0);
             let heads = decode_heads(self.gpu, cfg);
             let (kv_f16, rope) = (cfg.kv == KvType::F16, io.rope.is_some());
             let (combine, v_cached) = (merges, io.v_cached);
@@ -495,15 +495,14 @@ impl Builder<'_> {
             // Chunks of 64 keys, and of 128 where they fit and a split can hold more than 64 keys
             // (decode_chunk picks per step): where the kernel merges its splits (their rule gives
             // splits of several chunks), or splits or chunks are forced.
-            let t = self.gpu.tuning();
             let wide_kernel = merges && decode_wide(self.gpu, cfg);
-            let prefetch = !wide_kernel && t.attn_prefetch.unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
+            let prefetch = !wide_kernel && lab!(self.gpu, attn_prefetch).unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
             // (The wide kernel's chunks are 64 keys unless forced: it walks a split's chunks with
             // the next one's loads in flight, and its 128-key form was slower, BENCHMARKS.md v30.)
             let chunk128 = if wide_kernel {
-                t.attn_chunk == Some(128) && wide_fits(self.gpu, cfg, 128)
+                lab!(self.gpu, attn_chunk) == Some(128) && wide_fits(self.gpu, cfg, 128)
             } else {
-                (merges || t.splits.is_some() || t.attn_chunk == Some(128)) && decode_fits(self.gpu, cfg, 128)
+                (merges || lab!(self.gpu, splits).is_some() || lab!(self.gpu, attn_chunk) == Some(128)) && decode_fits(self.gpu, cfg, 128)
             };
             let kernel = if wide_kernel { Kernel::AttentionDecodeWide } else { Kernel::AttentionDecode };
             let geometry = |heads, keys| Geometry::AttentionDecode {
@@ -535,7 +534,7 @@ impl Builder<'_> {
         // The decode kernel merges one-token batches' splits itself.
         let merged = move |b: &Batch| merges && one.is_some() && b.n_tokens == 1;
         let n_kv = cfg.n_kv_heads;
-        let forced = self.gpu.tuning().attn_chunk;
+        let forced = lab!(self.gpu, attn_chunk);
         self.op_forms(variants, move |b: &Batch| {
             let rows = b.n_tokens * g;
             Some(match (cpu, one, tiled) {
@@ -566,7 +565,7 @@ impl Builder<'_> {
         let geometry = Geometry::Combine { quant: quant.is_some() };
         // The wide form only where a context or forced splits can reach it (one compile less at
         // load; the 64-thread form merges up to MAX_SPLITS too).
-        let wide = cfg.ctx > 64 * WIDE_COMBINE_SPLITS || self.gpu.tuning().splits.is_some_and(|s| s > WIDE_COMBINE_SPLITS);
+        let wide = cfg.ctx > 64 * WIDE_COMBINE_SPLITS || lab!(self.gpu, splits).is_some_and(|s| s > WIDE_COMBINE_SPLITS);
         let kernels = [Kernel::AttentionCombine, Kernel::AttentionCombineWide];
         let combine = kernels[..1 + wide as usize].iter().map(|&kernel| (kernel, self.variant(PipelineKey::new(kernel, geometry), &cbufs))).collect();
         let n_heads = cfg.n_heads;

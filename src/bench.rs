@@ -11,6 +11,9 @@ use crate::gpu::Gpu;
 use crate::llama::{Llama, LoadOptions};
 use crate::weights::TensorSource;
 
+/// The commit this crate was built from ([`BenchReport::commit`]; `build.rs`).
+pub const COMMIT: &str = env!("WEBGPU_LLAMA_COMMIT");
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -178,9 +181,21 @@ pub struct BenchReport {
     pub random_next: bool,
     /// See [`BenchOptions::generate`].
     pub generate: Option<u32>,
-    /// The kernels hollow, or one of them ([`crate::gpu::Hollow`]): the figures are the step's
+    /// The kernels hollow, or one of them ([`crate::lab::Hollow`]): the figures are the step's
     /// floor, or the step without that kernel, not the model's speed.
-    pub hollow: crate::gpu::Hollow,
+    #[cfg(feature = "lab")]
+    pub hollow: crate::lab::Hollow,
+    /// The commit the binary was built from (`git rev-parse --short HEAD` at build time;
+    /// "unknown" without git).
+    pub commit: &'static str,
+    /// The device's facts.
+    pub caps: crate::gpu::Caps,
+    /// Whether the CPU adapters' policy was in force ([`Gpu::is_cpu`]).
+    pub cpu_policy: bool,
+    /// The on/off choices in force.
+    pub switches: crate::gpu::Switches,
+    /// The laboratory's knobs set (`lab` builds: `--set`), as `(key, value)`.
+    pub knobs: Vec<(&'static str, String)>,
     /// Dispatches per decoded token.
     pub dispatches_per_token: usize,
     /// Weight bytes read per decoded token (the embedding row, every matrix, top-k of E experts).
@@ -219,14 +234,62 @@ impl BenchReport {
     /// One JSON object (hand-written: flat numbers and one string).
     pub fn to_json(&self) -> String {
         let s = |x: &Stat| format!("{{\"median\":{:.3},\"min\":{:.3},\"max\":{:.3}}}", x.median, x.min, x.max);
+        let lab = format!("{{{}}}", self.knobs.iter().map(|(k, v)| format!("{k:?}:{v:?}")).collect::<Vec<_>>().join(","));
         format!(
-            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"hollow\":\"{}\",\"staged_tokens\":{},\"decoded_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\"}}",
+            "{{\"adapter\":{:?},\"load_s\":{:.4},\"prompt\":{},\"gen\":{},\"prefill_tps\":{},\"decode_tps\":{},\"ms_per_token\":{:.4},\"encode_ms_per_token\":{:.4},\"wait_ms_per_token\":{:.4},\"pick_ms_per_token\":{:.4},\"ahead_ms_per_token\":{:.4},\"top_k\":{},\"copy_logits\":{},\"random_next\":{},\"staged_tokens\":{},\"decoded_tokens\":{},\"dispatches_per_token\":{},\"weight_bytes_per_token\":{},\"decode_gbs\":{:.2},\"bandwidth_bound_tps\":{},\"gpu_bytes\":{},\"weights_on_gpu\":{},\"file_tensor_bytes\":{},\"kv\":\"{}\",\"commit\":\"{}\",\"caps\":{},\"cpu_policy\":{},\"switches\":{},\"lab\":{}}}",
             self.adapter, self.load_s, self.prompt, self.gen, s(&self.prefill_tps), s(&self.decode_tps),
-            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.hollow, self.staged.0, self.staged.1, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
+            1e3 / self.decode_tps.median, self.encode_ms, self.wait_ms, self.pick_ms, self.ahead_ms, self.top_k.map_or("null".to_string(), |k| k.to_string()), self.copy_logits, self.random_next, self.staged.0, self.staged.1, self.dispatches_per_token, self.weight_bytes_per_token, self.decode_gbs(),
             self.bandwidth_bound_tps().map_or("null".into(), |b| format!("{b:.1}")),
-            self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv
+            self.gpu_bytes, self.weight_bytes.0, self.weight_bytes.1, self.kv,
+            self.commit, caps_json(&self.caps), self.cpu_policy, switches_json(&self.switches),
+            lab
         )
     }
+}
+
+/// `caps` as a JSON object (its limits: those that pick kernels and split tensors).
+pub fn caps_json(c: &crate::gpu::Caps) -> String {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "null".into());
+    let l = &c.limits;
+    format!(
+        "{{\"cpu\":{},\"swiftshader\":{},\"vulkan\":{},\"subgroup\":{},\"wgsl_subgroups\":{},\"size_control\":{},\"coop\":{},\"packed_dot\":{},\"limits\":{{\"max_storage_buffer_binding_size\":{},\"max_buffer_size\":{},\"max_compute_workgroup_storage_size\":{},\"max_compute_invocations_per_workgroup\":{},\"max_storage_buffers_per_shader_stage\":{}}}}}",
+        c.cpu,
+        c.swiftshader,
+        c.vulkan,
+        opt(c.subgroup.map(|s| s.to_string())),
+        c.wgsl_subgroups,
+        c.size_control,
+        c.coop,
+        opt(c.packed_dot.map(|p| p.to_string())),
+        l.max_storage_buffer_binding_size,
+        l.max_buffer_size,
+        l.max_compute_workgroup_storage_size,
+        l.max_compute_invocations_per_workgroup,
+        l.max_storage_buffers_per_shader_stage
+    )
+}
+
+/// `s` as a JSON object (`null`: the policy's choice).
+pub fn switches_json(s: &crate::gpu::Switches) -> String {
+    let o = |v: Option<bool>| v.map_or("null".to_string(), |b| b.to_string());
+    format!(
+        "{{\"coop\":{},\"int_dot\":{},\"wide\":{},\"fuse\":{},\"quant_out\":{},\"decode_attention\":{},\"tiled_attention\":{},\"attn_wide\":{},\"v_to_cache\":{},\"fused_combine\":{},\"spin_wait\":{},\"checked_shaders\":{},\"reduce_subgroups\":{},\"cpu_subgroups\":{},\"cpu_kernels\":{}}}",
+        o(s.coop),
+        o(s.int_dot),
+        o(s.wide),
+        o(s.fuse),
+        o(s.quant_out),
+        o(s.decode_attention),
+        s.tiled_attention,
+        o(s.attn_wide),
+        o(s.v_to_cache),
+        o(s.fused_combine),
+        o(s.spin_wait),
+        s.checked_shaders,
+        s.reduce_subgroups,
+        s.cpu_subgroups,
+        s.cpu_kernels
+    )
 }
 
 impl std::fmt::Display for BenchReport {
@@ -249,9 +312,13 @@ impl std::fmt::Display for BenchReport {
             None => all.to_string(),
         };
         writeln!(f, "decode readout: {readout}")?;
+        if !self.knobs.is_empty() {
+            writeln!(f, "lab knobs: {}", self.knobs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "))?;
+        }
+        #[cfg(feature = "lab")]
         match self.hollow {
-            crate::gpu::Hollow::Off => {}
-            crate::gpu::Hollow::Only(k) => writeln!(
+            crate::lab::Hollow::Off => {}
+            crate::lab::Hollow::Only(k) => writeln!(
                 f,
                 "kernels: {} hollow (over its planned grids; it returns at entry, the others run): against the same step with it run, what it costs as the step runs; not the model's speed",
                 k.name()
@@ -259,7 +326,7 @@ impl std::fmt::Display for BenchReport {
             h => writeln!(
                 f,
                 "kernels: hollow ({}; each returns at entry): these figures are the step's dispatch floor, not the model's speed",
-                if h == crate::gpu::Hollow::One { "one workgroup a dispatch" } else { "each dispatch over its planned grid" }
+                if h == crate::lab::Hollow::One { "one workgroup a dispatch" } else { "each dispatch over its planned grid" }
             )?,
         }
         // (generate's steps are neither submitted nor read one by one.)
@@ -269,13 +336,19 @@ impl std::fmt::Display for BenchReport {
             writeln!(f, "wait for the readback per decoded token: {:.3} ms; next-token pick: {:.3} ms", self.wait_ms, self.pick_ms)?;
         }
         writeln!(f, "dispatches per token: {}", self.dispatches_per_token)?;
-        // (Hollow kernels read no bytes: a bandwidth would mean nothing.)
-        let read = self.hollow == crate::gpu::Hollow::Off;
+        // (In `lab` builds, hollow kernels read no bytes: a bandwidth would mean nothing.)
+        #[cfg(feature = "lab")]
+        let read = self.hollow == crate::lab::Hollow::Off;
+        #[cfg(not(feature = "lab"))]
+        let read = true;
         if read {
             writeln!(f, "weight bytes per token: {} ({:.1} GB/s at the median decode speed)", self.weight_bytes_per_token, self.decode_gbs())?;
         } else {
-            let why = if matches!(self.hollow, crate::gpu::Hollow::Only(_)) { "no bandwidth: a kernel hollow" } else { "none read: hollow kernels" };
-            writeln!(f, "weight bytes per token: {} ({why})", self.weight_bytes_per_token)?;
+            #[cfg(feature = "lab")]
+            {
+                let why = if matches!(self.hollow, crate::lab::Hollow::Only(_)) { "no bandwidth: a kernel hollow" } else { "none read: hollow kernels" };
+                writeln!(f, "weight bytes per token: {} ({why})", self.weight_bytes_per_token)?;
+            }
         }
         if let Some(b) = self.bandwidth_bound_tps().filter(|_| read) {
             writeln!(
@@ -351,7 +424,8 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
     let t0 = Instant::now();
     let llama = Llama::load(gpu, g, src, LoadOptions { ctx: Some(ctx), kv: opts.kv, ..Default::default() })?;
     // A kernel hollow alone must be one the timed steps run, or the figures are the model's.
-    if let crate::gpu::Hollow::Only(k) = gpu.tuning().hollow {
+    #[cfg(feature = "lab")]
+    if let crate::lab::Hollow::Only(k) = gpu.lab().hollow {
         let runs = |n: u32, pos: u32| llama.dispatches(&llama.plan(n, pos, false)).iter().any(|d| d.variant.key.kernel == k);
         if !runs(opts.prompt.max(1), opts.depth) && !runs(1, opts.depth + opts.prompt) {
             return Err(crate::error::Error::Input(format!("hollow mode only:{}: neither this model's prompt nor its decode steps run that kernel", k.name())));
@@ -467,7 +541,16 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
         copy_logits: opts.copy_logits,
         random_next: opts.random_next,
         generate: opts.generate,
-        hollow: gpu.tuning().hollow,
+        #[cfg(feature = "lab")]
+        hollow: gpu.lab().hollow,
+        commit: COMMIT,
+        caps: gpu.caps().clone(),
+        cpu_policy: gpu.is_cpu(),
+        switches: *gpu.switches(),
+        #[cfg(feature = "lab")]
+        knobs: gpu.lab().set_ones(),
+        #[cfg(not(feature = "lab"))]
+        knobs: Vec::new(),
         dispatches_per_token: llama.dispatches_per_token(),
         weight_bytes_per_token: weight_bytes_per_token(g, &llama.config),
         gpu_bytes: llama.gpu_bytes(),
@@ -488,7 +571,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
 /// `shaders/stream.wgsl` reading a buffer of `bytes` (zeroed) `reps` times, timed from submit to
 /// completion (the submit and the wait, about 60 us on an H200, are under 1% of a pass of 32
 /// reads of 1 GiB), after one untimed pass. The practical ceiling of a weight kernel's reads
-/// (16-byte loads, side by side), printed beside the decode's weight bandwidth (`bench --stream`).
+/// (16-byte loads, side by side), printed beside the decode's weight bandwidth (`bench --stream`, lab builds).
 ///
 /// # Errors
 /// [`crate::Error::Gpu`] when the device fails or is lost.

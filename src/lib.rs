@@ -4,7 +4,9 @@
 //!
 //! Layers, each using only the ones before it: [`gguf`] (container) -> [`ggml`] (tensor types,
 //! CPU dequantisation) -> [`config`] (hyperparameters) -> [`kernels`] (WGSL and pipeline keys by
-//! kernel family, the weight formats) -> [`gpu`] (device) -> [`pipelines`] (compiled kernels) ->
+//! kernel family, the weight formats) -> [`gpu`] (device, its facts [`gpu::Caps`], the user's
+//! [`gpu::Switches`]) -> [`policy`] (the kernel forms and shapes a device class gets; in `lab`
+//! builds under the [`knobs`] set through `lab`) -> [`pipelines`] (compiled kernels) ->
 //! [`weights`] (upload; [`repack`]) -> [`program`] (batched ops:
 //! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward; a decode step's inputs through [`inputs`]; `generate`, its next token picked on the GPU by [`sample`]). [`reference`](mod@reference) is a plain-Rust
 //! f64 forward pass used to check the GPU.
@@ -41,6 +43,24 @@
 //! # }
 //! ```
 
+/// A laboratory knob ([`knobs`]): `lab!(gpu, key)` is the value `--set key=...` or a test gave
+/// it in `lab` builds, and `None` (the policy's value) in every other build.
+#[cfg(feature = "lab")]
+macro_rules! lab {
+    ($gpu:expr, $key:ident) => {
+        $gpu.lab().$key
+    };
+}
+
+/// A laboratory knob ([`knobs`]): `None` outside `lab` builds, so that only the policy decides.
+#[cfg(not(feature = "lab"))]
+macro_rules! lab {
+    ($gpu:expr, $key:ident) => {{
+        let _ = &$gpu;
+        $crate::knobs::off::$key
+    }};
+}
+
 pub mod attention;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
@@ -51,12 +71,16 @@ pub mod gguf;
 pub mod gpu;
 pub mod inputs;
 pub mod kernels;
+pub mod knobs;
+#[cfg(feature = "lab")]
+pub mod lab;
 pub mod linear;
 pub mod llama;
 pub mod moe;
 pub mod oneshot;
 pub mod ops;
 pub mod pipelines;
+pub mod policy;
 pub mod probe;
 pub mod program;
 pub mod quantize;

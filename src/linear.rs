@@ -111,14 +111,14 @@ pub struct Io<'a> {
 ///   others (`XB` in `shaders/matvec.wgsl`: these compilers load even a shared address once per
 ///   lane).
 ///
-/// [`crate::gpu::Tuning::tpr`] overrides both.
+/// the `tpr` knob ([`crate::knobs`]) overrides both.
 pub fn threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
     threads_per_row_of(gpu, ty, rows, cols, wide(gpu, ty, cols))
 }
 
 /// [`threads_per_row`] for a kernel that does (`wide`) or does not read 16-byte pieces.
 fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool) -> u32 {
-    if let Some(t) = gpu.tuning().tpr {
+    if let Some(t) = lab!(gpu, tpr) {
         return t;
     }
     if gpu.is_cpu() {
@@ -133,7 +133,7 @@ fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool)
 }
 
 /// Threads per row of the one-token integer form ([`int_dot`]) where the f32 form takes `tpr`:
-/// at most 64 for pieces of 32 weights (the K-quants), unless [`crate::gpu::Tuning::tpr`] says.
+/// at most 64 for pieces of 32 weights (the K-quants), unless the `tpr` knob ([`crate::knobs`]) says.
 /// With the dequantisation's arithmetic mostly gone, a thread's 2 to 7 pieces a row keep more
 /// loads in flight per instruction. Measured on an H200 (top-1 decode tok/s; GPU ms a step),
 /// Llama-3-8B shape Q4_K_M, 32 / 64 / 128 threads: 240.7 / 251.6 / 244.6 (3.81 / 3.58 / 3.74
@@ -141,7 +141,7 @@ fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool)
 /// 684.8. Q8_0's pieces (16 weights) keep theirs (1B Q8_0: 686.3 / 748.9 / 743.0).
 fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
     match Format::of(ty).pieces {
-        Some(p) if p.weights >= 32 && gpu.tuning().tpr.is_none() => tpr.min(64),
+        Some(p) if p.weights >= 32 && lab!(gpu, tpr).is_none() => tpr.min(64),
         _ => tpr,
     }
 }
@@ -153,14 +153,14 @@ fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
 /// 4 / 32 (`bench --prompt 16 --gen 16 --span S`), Q4_0 6.8 / 11.0 tok/s, Q5_1 6.7 / 10.8,
 /// Q4_1 (the real file) 7.7-7.9 / 9.3-9.5, F16 6.2 / 6.9, Q8_0 6.0 / 6.0; SwiftShader in
 /// Chromium, the real Q4_1 file's matvecs 513 -> 327 ms a token (`bench-web --profile`).
-/// [`crate::gpu::Tuning::span`] overrides. Longer spans spread a load instruction's addresses;
+/// the `span` knob ([`crate::knobs`]) overrides. Longer spans spread a load instruction's addresses;
 /// within one of the format's scale groups they share the scale decoding (`dq4s`, which pays
 /// for the K-quants' 6-bit scales). Measured on an H200 (Llama-3.2-1B shape, tok/s, top-1
 /// readout, 2 rows per thread, spans of 8 / 16): Q4_K_M 409 / 490, Q8_0 638 / 618, F16
 /// 546 / 398. Before `dq4s` (1 row per thread, spans of 4 / 8 / 16 / 32 / 64): Q8_0 467 / 453 /
 /// 393 / 275 / 240, Q4_K_M 328 / 332 / 288 / 196 / 148, F16 449 / 433 / 316 / 189 / 133.
 pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
-    match gpu.tuning().span {
+    match lab!(gpu, span) {
         Some(s) => s,
         None if gpu.is_cpu() => 32,
         None if matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K) => 16,
@@ -170,20 +170,20 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
 
 /// Spans a one-token matrix-vector thread loads before it uses any (`UN` in
 /// `shaders/matvec.wgsl`; the multi-token form keeps the default): enough for 16 weights
-/// (`16 / span`, at least 1); [`crate::gpu::Tuning::unroll`] overrides. More
+/// (`16 / span`, at least 1); the `unroll` knob ([`crate::knobs`]) overrides. More
 /// holds more decoded vectors per thread: measured on an H200 (top-1 decode tok/s, 1 / 2 / 4
 /// spans): Llama-3.2-1B shape Q4_K_M (spans of 16) 609 / 361 / 322, Q8_0 (spans of 8) 718 /
 /// 710 / 599, F16 651 / 644 / 606; Llama-3-8B shape Q4_K_M 155 (1) / 138 / 91.
 pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
-    gpu.tuning().unroll.unwrap_or(default_spans_per_step(span))
+    lab!(gpu, unroll).unwrap_or(default_spans_per_step(span))
 }
 
 /// [`spans_per_step`], or with 16-byte pieces ([`wide`]) the pieces per step: 1 unless
-/// [`crate::gpu::Tuning::unroll`] says otherwise (2 was slower everywhere measured, see
+/// the `unroll` knob ([`crate::knobs`]) says otherwise (2 was slower everywhere measured, see
 /// BENCHMARKS.md v7).
 fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
     if wide {
-        gpu.tuning().unroll.unwrap_or(1)
+        lab!(gpu, unroll).unwrap_or(1)
     } else {
         spans_per_step(gpu, span)
     }
@@ -196,7 +196,7 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 /// Q6_K: 2048k; with the f32 form, Q6_K's pieces took the 8B's down projection from 1780 to
 /// 1293 us, BENCHMARKS.md v10); on
 /// GPUs, off on CPU adapters (a whole row per invocation there), unless
-/// [`crate::gpu::Tuning::wide`] says otherwise. Measured on an H200 (top-1 decode tok/s, spans /
+/// [`crate::gpu::Switches::wide`] says otherwise. Measured on an H200 (top-1 decode tok/s, spans /
 /// pieces, same session): Llama-3.2-1B shape F16 660-668 / 782-796, Llama-3-8B shape Q4_K_M
 /// 153.4-153.7 / 162.9-163.9 (its SwiGLU matvec 2213 -> 1809 us a token).
 ///
@@ -205,29 +205,28 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 /// A sub-allocated part would have to keep its offset a multiple of 16.
 pub fn wide(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
     let fits = Format::of(ty).pieces.is_some() && (cols as u64 / ty.block_size() * ty.block_bytes()) % 16 == 0;
-    let t = gpu.tuning();
-    let chosen = t.wide_types.is_none_or(|m| m & (1 << ty as u64) != 0);
-    fits && chosen && t.wide.unwrap_or(!gpu.is_cpu())
+    let chosen = lab!(gpu, wide_types).is_none_or(|m| m & (1 << ty as u64) != 0);
+    fits && chosen && gpu.switches().wide.unwrap_or(!gpu.is_cpu())
 }
 
 /// Whether a matrix-vector kernel with RMSNorm fused ([`Fuse::norm`]) reads its weights as
-/// pieces where [`wide`] says so: yes unless [`crate::gpu::Tuning::wide_norm`] says otherwise.
+/// pieces where [`wide`] says so: yes unless the `wide_norm` knob ([`crate::knobs`]) says otherwise.
 /// Measured on an H200 (top-1 decode tok/s, with / without, same session, BENCHMARKS.md v8):
 /// Llama-3.2-1B shape F16 734 / 686; Q8_0 782 / 676 and 678 / 615 (on GPUs, Q8_0's regrouped
 /// rows read in spans are slower than the file's layout in spans, so Q8_0 wants pieces
 /// everywhere there; on CPU adapters the spans decode as fast as before: lavapipe,
 /// TinyLlama-1.1B shape Q8_0, 1.51-1.57 against 1.48-1.65 s a token).
 pub fn wide_with_norm(gpu: &Gpu) -> bool {
-    gpu.tuning().wide_norm.unwrap_or(true)
+    lab!(gpu, wide_norm).unwrap_or(true)
 }
 
 /// Whether the one-token matrix-vector form of a `[rows][cols]` matrix of format `ty` reads its
 /// activations as 24-bit integers and multiplies by integer dot products (`IDOT` in
 /// `shaders/matvec.wgsl`, after `shaders/quantize.wgsl`; [`crate::quantize`]): where the format
 /// has the integer form ([`crate::kernels::Format::int`]: Q4_K, Q8_0, Q6_K), its pieces are read
-/// ([`wide`]) and [`crate::gpu::Tuning::int_dot`] is on (natively on Vulkan by default).
+/// ([`wide`]) and [`crate::gpu::Switches::int_dot`] is on (natively on Vulkan by default).
 pub fn int_dot(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
-    Format::of(ty).int && wide(gpu, ty, cols) && gpu.tuning().int_dot.unwrap_or(false)
+    Format::of(ty).int && wide(gpu, ty, cols) && crate::policy::int_dot(gpu)
 }
 
 /// [`wide`] for a matrix-vector form with (`norm`) or without RMSNorm fused.
@@ -239,11 +238,11 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// accumulators would outgrow workgroup memory): each load of the activations then serves that
 /// many rows, and a thread keeps that many more weight loads in flight. 2 on a GPU, 4 on CPU
 /// adapters (lavapipe, SmolLM2-135M Q4_1 decode with 1 / 2 / 3 / 4 / 8 rows: 2.7 / 3.7 / 2.7 /
-/// 3.0-4.7 / 3.1 tok/s on this 2-core machine); [`crate::gpu::Tuning::rpt`] overrides. Measured on an H200 (decode tok/s with 1, 2
+/// 3.0-4.7 / 3.1 tok/s on this 2-core machine); the `rpt` knob ([`crate::knobs`]) overrides. Measured on an H200 (decode tok/s with 1, 2
 /// and 4 rows per thread, spans of 8): Llama-3.2-1B shape Q8_0 477 / 487 / 448, Q4_K_M 330 /
 /// 336 / 238, F16 447 / 464 / 437; Llama-3-8B shape Q4_K_M 85.4 / 86.9 (spans of 4, 4 rows:
 /// 59.8); with subgroup reductions and spans of 16, 8B Q4_K_M 129 / 155 / 144, and 1 row per
-/// thread for the SwiGLU matvec alone ([`crate::gpu::Tuning::rpt_glu`]) 142 against 151-158.
+/// thread for the SwiGLU matvec alone (the `rpt_glu` knob ([`crate::knobs`])) 142 against 151-158.
 /// F16 weights take 4 on GPUs too (2 bytes a weight and no integer form: a thread's 4 rows
 /// keep twice the loads in flight): 1B F16, 2 / 4 rows, all logits, 821.5 / 838.2 and 816.2 /
 /// 833.7 tok/s (BENCHMARKS.md v24), where the quantised formats lose with 4 (8B Q4_K_M 296.1
@@ -255,14 +254,14 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// 297 / 257 / 251 / 283; without subgroups, where every lane loads every activation, 8: 966 /
 /// 685 / 590 with 1 / 4 / 8.
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
-    let broadcast = crate::kernels::broadcasts(gpu.tuning().reduce_subgroup);
+    let broadcast = crate::kernels::broadcasts(gpu.reduce_subgroup());
     let default = match (gpu.is_cpu(), gpu.is_swiftshader() && !broadcast) {
         (true, true) => 8,
         (true, false) => 4,
         _ if ty == GgmlType::F16 => 4,
         _ => 2,
     };
-    gpu.tuning().rpt.unwrap_or(default)
+    lab!(gpu, rpt).unwrap_or(default)
 }
 
 /// Threads per row of the output head's one-token integer form, where the others' take `tpr`:
@@ -275,7 +274,7 @@ pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
 /// and after); the 1B's Q8_0 head (128 pieces) 114-120 us from 16 to 128 threads.
 fn head_int_threads_per_row(gpu: &Gpu, ty: GgmlType, cols: u32, tpr: u32) -> u32 {
     match Format::of(ty).pieces {
-        Some(p) if gpu.tuning().tpr.is_none() => tpr.min(1 << (cols / p.weights / 2).max(1).ilog2()),
+        Some(p) if lab!(gpu, tpr).is_none() => tpr.min(1 << (cols / p.weights / 2).max(1).ilog2()),
         _ => tpr,
     }
 }
@@ -289,9 +288,9 @@ pub fn writes_f16_rows(gpu: &Gpu, w: &Matrix) -> bool {
 }
 
 /// Rows per thread of the output head's one-token forms: [`rows_per_thread`] unless
-/// [`crate::gpu::Tuning::head_rpt`] says (its threads per row: [`crate::gpu::Tuning::head_tpr`]).
+/// the `head_rpt` knob ([`crate::knobs`]) says (its threads per row: the `head_tpr` knob ([`crate::knobs`])).
 pub fn head_rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
-    gpu.tuning().head_rpt.unwrap_or(rows_per_thread(gpu, ty))
+    lab!(gpu, head_rpt).unwrap_or(rows_per_thread(gpu, ty))
 }
 
 /// Output rows per workgroup of the matrix-vector kernel with `tpr` threads per row and `rpt`
@@ -303,7 +302,7 @@ fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32
 /// Whether the one-token integer-form matvecs that write the residual stream (the output and
 /// down projections; `glu`: gate/up with SwiGLU, the down projection's input) also write the
 /// next linear op's integer activations ([`Fuse::quant_out`]), so that it needs no quantize
-/// dispatch: [`crate::gpu::Tuning::quant_out`] and `quant_out_glu`, on by default. Measured on
+/// dispatch: [`crate::gpu::Switches::quant_out`] and `quant_out_glu`, on by default. Measured on
 /// an H200 (top-1 tg128 after pp512, same session, with / without): Llama-3.2-1B shape Q8_0 842
 /// / 780, Q4_K_M 791 / 775 (both on, BENCHMARKS.md v12); Llama-3-8B shape Q4_K_M, the
 /// projections only: 267.1, 268.7, 264.2 / 262.8, 263.5, 265.4, at depth 4096 224.4 / 217.8
@@ -312,10 +311,9 @@ fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32
 /// 279.0 on an H100 (v29: 1% on average, 32 dispatches a token fewer), so it is on at every
 /// width since v29 (before, only up to 2048 wide).
 pub fn quant_out(gpu: &Gpu, glu: bool) -> bool {
-    let t = gpu.tuning();
-    let plain = t.quant_out.unwrap_or(true);
+    let plain = gpu.switches().quant_out.unwrap_or(true);
     if glu {
-        t.quant_out_glu.unwrap_or(plain)
+        lab!(gpu, quant_out_glu).unwrap_or(plain)
     } else {
         plain
     }
@@ -333,17 +331,17 @@ pub fn matvec_tokens(gpu: &Gpu) -> u32 {
 
 /// Batches of at most this many tokens take the linear ops' matrix-vector forms, larger ones the
 /// matrix-matrix kernel: 8 on GPUs, 1 on CPU adapters with the CPU matmul in force
-/// ([`crate::gpu::Tuning::matvec_max_tokens`] overrides). On a CPU the multi-token matvec's accumulators for 8 tokens cost more than the
+/// (the `matvec_max_tokens` knob ([`crate::knobs`]) overrides). On a CPU the multi-token matvec's accumulators for 8 tokens cost more than the
 /// CPU matmul's tiles: SmolLM2-135M Q4_1, a 5-token prompt, 8 / 1: lavapipe 4.8-6.5 / 29.0-29.2
 /// tok/s (2 tokens: 2.5 / 16.1), SwiftShader in Chromium 1.03 / 4.80 tok/s (its 120 matvecs
 /// 4659 ms against the CPU matmul's 846).
 pub fn matvec_max_tokens(gpu: &Gpu) -> u32 {
-    let t = gpu.tuning();
-    t.matvec_max_tokens.unwrap_or(if t.cpu && t.cpu_tile.is_some() { 1 } else { 8 })
+    let class = crate::policy::class(gpu).matvec_max_tokens;
+    lab!(gpu, matvec_max_tokens).unwrap_or(if crate::policy::cpu_tile(gpu).is_some() { class } else { crate::policy::GPU.matvec_max_tokens })
 }
 
 /// Work a linear op's matrix-vector forms take over from the ops around it when
-/// [`crate::gpu::Tuning::fused`] (the matrix-matrix forms read [`Io::x`] as usual).
+/// [`crate::policy::fused`] (the matrix-matrix forms read [`Io::x`] as usual).
 #[derive(Clone, Copy, Default)]
 pub struct Fuse<'a> {
     /// RMSNorm of the input: `(raw, weights, eps)`: the matrix-vector forms read the raw rows
@@ -368,7 +366,7 @@ pub struct Fuse<'a> {
     /// it. It cannot where an op comes between them (a quantize op for an integer-form v after
     /// a q/k projection without it) or for a second part of a split matrix; the results are the
     /// same either way. Not with `glu`, `accumulate` or `quant_out`; unlike the other fields it
-    /// does not depend on [`crate::gpu::Tuning::fused`].
+    /// does not depend on [`crate::policy::fused`].
     pub cache_row: Option<(&'a wgpu::Buffer, u32, bool)>,
 }
 
@@ -395,9 +393,9 @@ pub struct Fused {
 /// CHUNK weights) over `rows` rows (all picks together) of `cols` weights of format `ty`: on a
 /// GPU the fewest threads per row, from 64 (or the row's chunks rounded up to a power of two,
 /// if fewer) down to 4, that still give about 128k threads in all (enough to fill a large GPU);
-/// 1 on a CPU implementation; [`crate::gpu::Tuning::tpr`] overrides both.
+/// 1 on a CPU implementation; the `tpr` knob ([`crate::knobs`]) overrides both.
 pub fn expert_threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> u32 {
-    if let Some(t) = gpu.tuning().tpr {
+    if let Some(t) = lab!(gpu, tpr) {
         return t.min(64);
     }
     if gpu.is_cpu() {
@@ -415,8 +413,8 @@ pub fn expert_threads_per_row(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32) -> 
 impl Builder<'_> {
     /// `Y (+)= W X` over every token of a batch, one op per part of `W`: the matrix-vector
     /// kernel for batches of up to [`matvec_max_tokens`] tokens, the tiled
-    /// matrix-matrix kernel beyond (on CPU adapters its CPU form, [`crate::gpu::Tuning::cpu_tile`];
-    /// on devices with cooperative matrices the matrix-unit form, [`crate::gpu::Tuning::coop`]).
+    /// matrix-matrix kernel beyond (on CPU adapters its CPU form, [`crate::policy::cpu_tile`];
+    /// on devices with cooperative matrices the matrix-unit form, [`crate::gpu::Switches::coop`]).
     pub fn linear(&mut self, w: &Matrix, io: Io<'_>) {
         self.linear_fused(w, io, Fuse::default());
     }
@@ -427,7 +425,7 @@ impl Builder<'_> {
         matvec_max_tokens(self.gpu) >= 1 && int_dot(self.gpu, w.ty, w.cols)
     }
 
-    /// [`Builder::linear`] with the decode fusions `fuse` where [`crate::gpu::Tuning::fused`]
+    /// [`Builder::linear`] with the decode fusions `fuse` where [`crate::policy::fused`]
     /// allows them (SwiGLU needs `W` in one part). Returns which the matrix-vector forms took.
     pub fn linear_fused(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>) -> Fused {
         self.linear_op(w, io, fuse, false)
@@ -437,29 +435,29 @@ impl Builder<'_> {
     /// for batches that want every token's logits.
     fn linear_op(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>, head: bool) -> Fused {
         let mv_max = matvec_max_tokens(self.gpu);
-        let coop = self.gpu.tuning().coop;
-        let min_large = self.gpu.tuning().min_large();
-        let sg = self.gpu.tuning().cpu_subgroup;
-        let fused = self.gpu.tuning().fused();
+        let coop = crate::policy::coop(self.gpu);
+        let min_large = crate::policy::min_large(self.gpu);
+        let sg = self.gpu.cpu_subgroup();
+        let fused = crate::policy::fused(self.gpu);
         let norm = fuse.norm.filter(|_| fused);
         let glu = fuse.glu && fused && w.parts.len() == 1;
         // Subgroups must tile the workgroup.
         let cpu_tile =
-            self.gpu.tuning().cpu_tile.filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
+            crate::policy::cpu_tile(self.gpu).filter(|_| self.gpu.is_cpu()).map(|t| CpuTile { subgroup: if t.lanes % sg.max(1) == 0 { sg } else { 0 }, ..t });
         // The matrix-matrix kernel's large tile and, where it is larger, the small one (the
         // portable tile; with matrix units, 64 x 64 at the same precision).
         let (large, small) = if coop {
-            let t = self.gpu.tuning().coop_tile.for_format(w.ty, w.cols, self.gpu.tuning().coop_quant_pieces);
+            let t = crate::policy::coop_tile(self.gpu).for_format(w.ty, w.cols, lab!(self.gpu, coop_quant_pieces).unwrap_or(crate::policy::COOP_QUANT_PIECES));
             let s = crate::kernels::CoopTile { split: t.split, pieces: t.pieces, ..crate::kernels::CoopTile::SMALL };
             (Geometry::Coop(t), (s.bm * s.bn < t.bm * t.bn).then_some(Geometry::Coop(s)))
         } else {
-            let t = self.gpu.tuning().tile;
+            let t = crate::policy::tile(self.gpu);
             (Geometry::Tile(t), (t != Tile::PORTABLE).then_some(Geometry::Tile(Tile::PORTABLE)))
         };
         let mm = if coop { Kernel::MatmulCoop } else { Kernel::Matmul };
-        let (span, sg) = (span(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
+        let (span, sg) = (span(self.gpu, w.ty), self.gpu.reduce_subgroup());
         let rpt = match (glu, head) {
-            (true, _) => self.gpu.tuning().rpt_glu.unwrap_or(rows_per_thread(self.gpu, w.ty)),
+            (true, _) => lab!(self.gpu, rpt_glu).unwrap_or(rows_per_thread(self.gpu, w.ty)),
             (_, true) => head_rows_per_thread(self.gpu, w.ty),
             _ => rows_per_thread(self.gpu, w.ty),
         };
@@ -477,7 +475,7 @@ impl Builder<'_> {
         // split op comes after the integer form's quantize op: integers written by the op before
         // (QOUT, attention's combine) are reused only by the op appended right after it.
         let matmul_batch = move |n: u32| !(n == 1 && mv_max >= 1) && n > mv_max.min(MATVEC_TOKENS);
-        let split_ops = coop || self.gpu.tuning().split_without_coop;
+        let split_ops = coop || lab!(self.gpu, split_without_coop).unwrap_or(false);
         let halves = split_ops.then(|| self.halves(io.x, io.x_stride, w.cols, head, move |b| matmul_batch(b.n_tokens) && (!head || b.all_logits)));
         // Its output row in the integer form too, for the next op: one part, whole halves from
         // the row's start (the integers' half index and the sums' region count from column 0),
@@ -510,7 +508,7 @@ impl Builder<'_> {
         for part in &w.parts {
             let tpr = threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide);
             let tpr_int = int_threads_per_row(self.gpu, w.ty, tpr);
-            let (tpr, tpr_int) = match self.gpu.tuning().head_tpr.filter(|_| head) {
+            let (tpr, tpr_int) = match lab!(self.gpu, head_tpr).filter(|_| head) {
                 Some(t) => (t, t),
                 None if head => (tpr, head_int_threads_per_row(self.gpu, w.ty, w.cols, tpr_int)),
                 None => (tpr, tpr_int),
@@ -574,7 +572,7 @@ impl Builder<'_> {
             };
             // With QOUT, 16 rows a workgroup of at most QUANT_OUT_THREADS threads.
             let tpr_int = match qout {
-                Some(_) => self.gpu.tuning().quant_out_tpr.unwrap_or(tpr_int).min(QUANT_OUT_THREADS / (QUANT_OUT_ROWS / rpt)),
+                Some(_) => lab!(self.gpu, quant_out_tpr).unwrap_or(tpr_int).min(QUANT_OUT_THREADS / (QUANT_OUT_ROWS / rpt)),
                 None => tpr_int,
             };
             let one = match &int {
@@ -650,11 +648,11 @@ impl Builder<'_> {
         // form's split op, if any).
         let first = self.program.ops.len() - w.parts.len();
         let norm = norm.filter(|_| fused);
-        let (span, rpt, sg) = (span(self.gpu, w.ty), head_rows_per_thread(self.gpu, w.ty), self.gpu.tuning().reduce_subgroup);
+        let (span, rpt, sg) = (span(self.gpu, w.ty), head_rows_per_thread(self.gpu, w.ty), self.gpu.reduce_subgroup());
         let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
         let un = spans_or_pieces_per_step(self.gpu, span, wide);
         for (i, part) in w.parts.iter().enumerate() {
-            let tpr = self.gpu.tuning().head_tpr.unwrap_or_else(|| threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide));
+            let tpr = lab!(self.gpu, head_tpr).unwrap_or_else(|| threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide));
             let params = LinearParams {
                 rows: part.rows,
                 cols: w.cols,

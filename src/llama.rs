@@ -127,10 +127,10 @@ impl Llama {
     ///
     /// Errors: any [`Config::from_gguf`] error, [`Error::TooLarge`] when a row, an expert stack or
     /// the KV cache exceeds one storage binding, [`Error::Gpu`] when the device rejects an
-    /// allocation, [`Error::Input`] for a [`crate::gpu::Tuning`] the device cannot run
-    /// ([`Gpu::check_tuning`]).
+    /// allocation, [`Error::Input`] for switches or knobs the device cannot run
+    /// ([`crate::policy::check`]).
     pub fn load(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: LoadOptions<'_>) -> Result<Llama> {
-        gpu.check_tuning()?;
+        crate::policy::check(gpu)?;
         let cfg = Config { kv: opts.kv, ..Config::from_gguf(g, opts.ctx)? };
         let mut no_progress = |_: &Progress| {};
         let progress = opts.progress.unwrap_or(&mut no_progress);
@@ -170,7 +170,7 @@ impl Llama {
         b.embed(&weights.embd, &tokens, &x);
         // Decode fusions (linear::Fuse): the matrix-vector forms normalise x themselves, and
         // the dense gate/up projection applies SwiGLU when it is one matrix of one part.
-        let fuse = gpu.tuning().fused();
+        let fuse = crate::policy::fused(gpu);
         let rope_fused = attention::fuses_rope(gpu, &cfg);
         // The residual stream's writers, and the SwiGLU matvec, also write the next linear op's
         // integer activations where it reads them (Fuse::quant_out): no quantize dispatch.
@@ -178,7 +178,7 @@ impl Llama {
         // The value projection may write the token's value into the cache only where one-token
         // attention then reads it there (RoPE fused) and one-token batches take
         // the matrix-vector form (Fuse::cache_row).
-        let v_to_cache = gpu.tuning().v_to_cache.unwrap_or(true) && rope_fused && crate::linear::matvec_tokens(gpu) >= 1;
+        let v_to_cache = gpu.switches().v_to_cache.unwrap_or(true) && rope_fused && crate::linear::matvec_tokens(gpu) >= 1;
         for (l, lw) in weights.layers.iter().enumerate() {
             let k_cache = b.storage("k cache", kv_bytes);
             let v_cache = b.storage("v cache", kv_bytes);

@@ -95,7 +95,7 @@ async fn run(
     repeats: u32,
     build: impl FnOnce(&mut Loader, &mut Builder) -> Result<Outputs>,
 ) -> Result<(Vec<Vec<f32>>, Option<(f64, Option<f64>)>)> {
-    gpu.check_tuning()?;
+    crate::policy::check(gpu)?;
     let mut ld = Loader::new(gpu, src);
     let mut b = Builder::new(gpu);
     let built = build(&mut ld, &mut b);
@@ -186,7 +186,7 @@ fn time(gpu: &Gpu, b: &Builder, batch: &Batch, repeats: u32) -> Result<(f64, Opt
 }
 
 /// `Y = W X` through the linear op for `ty` (`x`: n rows of `cols`; returns n rows of `rows`),
-/// with the kernel the batch size picks ([`crate::gpu::Tuning`]). With `repeats > 0` also the
+/// with the kernel the batch size picks ([`crate::policy`]). With `repeats > 0` also the
 /// wall and GPU seconds per run (native only).
 ///
 /// # Errors
@@ -224,7 +224,7 @@ pub async fn linear(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64
 }
 
 /// A dense layer's input side as the forward program builds it, with the decode fusions where
-/// [`crate::gpu::Tuning::fused`] allows: `Y = W rmsnorm(X)` with norm weights `norm = (w, eps)`
+/// [`crate::policy::fused`] allows: `Y = W rmsnorm(X)` with norm weights `norm = (w, eps)`
 /// (else `W X`), and with `glu` (W is `[gate; up]`, `rows` even) `silu(gate . x) * (up . x)`,
 /// `rows / 2` values per token. The batch size picks the kernels, as in a model: the fused
 /// matrix-vector forms, or `rmsnorm`, the tiled kernel and `swiglu`.
@@ -250,7 +250,7 @@ pub async fn linear_fused(
     if glu && rows % 2 != 0 {
         return Err(Error::Input(format!("glu needs an even number of rows, got {rows}")));
     }
-    let fuse = gpu.tuning().fused();
+    let fuse = crate::policy::fused(gpu);
     let (mut out, _) = run(gpu, src, batch(n, 0, 1), 0, |ld, b| {
         let w = ld.matrix("oneshot W", ty, offset, rows, cols)?;
         let xb = input(b, "oneshot x", x, MATVEC_TOKENS as u64 * cols as u64);

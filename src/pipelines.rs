@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 
 use crate::gpu::Gpu;
-use crate::kernels::{bound, composed, hollow, Composed, Named, PipelineKey};
+#[cfg(feature = "lab")]
+use crate::kernels::hollow;
+use crate::kernels::{bound, composed, Composed, Named, PipelineKey};
 
 /// Compute pipelines, each compiled once, on the first batch that runs it
 /// ([`crate::program::Variant`]), then shared.
@@ -20,7 +22,7 @@ impl Kernels {
 
     /// The pipeline for `key`, compiled on first use (layout derived from the WGSL).
     ///
-    /// Natively, unless [`crate::gpu::Tuning::checked_shaders`] is set, the module is created
+    /// Natively, unless [`crate::gpu::Switches::checked_shaders`] is set, the module is created
     /// without wgpu's injected runtime checks: every loop of these kernels has a bound known
     /// at dispatch, and every index stays inside its array by construction (the tests check the
     /// results on every shape), while buffer accesses stay covered by Vulkan's robust buffer
@@ -34,16 +36,15 @@ impl Kernels {
     /// The pipeline for `key` and its bindings' names.
     fn compiled(&mut self, gpu: &Gpu, key: PipelineKey) -> (wgpu::ComputePipeline, std::rc::Rc<[String]>) {
         let device = &gpu.device;
-        let checked = gpu.tuning().checked_shaders;
+        let checked = gpu.switches().checked_shaders;
         self.pipelines
             .entry(key)
             .or_insert_with(|| {
                 let label = key.label();
                 let Composed { wgsl, bindings } = composed(&key);
-                let mut src = gpu.wgsl_source(wgsl);
-                if gpu.tuning().hollow.hollows(key.kernel) {
-                    src = hollow(&src);
-                }
+                let src = gpu.wgsl_source(wgsl);
+                #[cfg(feature = "lab")]
+                let src = if gpu.lab().hollow.hollows(key.kernel) { hollow(&src) } else { src };
                 let desc = wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(src.into()) };
                 let module = if checked || cfg!(target_arch = "wasm32") {
                     device.create_shader_module(desc)

@@ -96,9 +96,10 @@ impl Variant {
     }
 
     /// Records it over `grid` workgroups.
-    /// ([`crate::gpu::Hollow::One`]: over one.)
+    /// (In `lab` builds with `hollow=one`: over one.)
     pub fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, grid: [u32; 3]) {
-        let grid = if self.compiler.gpu.tuning().hollow == crate::gpu::Hollow::One { [1; 3] } else { grid };
+        #[cfg(feature = "lab")]
+        let grid = if self.compiler.gpu.lab().hollow == crate::lab::Hollow::One { [1; 3] } else { grid };
         pass.set_pipeline(self.pipeline());
         pass.set_bind_group(0, self.bind(), &[]);
         pass.dispatch_workgroups(grid[0], grid[1], grid[2]);

@@ -201,31 +201,37 @@ fn forward_argument_errors() {
     assert_eq!(block_on(llama.forward(&[1], 0)).unwrap_err(), Error::Disposed);
 }
 
-/// A tuning set from Rust that the device cannot run (the matrix-unit matmul without cooperative
-/// matrices, a tile beyond its workgroup memory, a subgroup block the kernel has no form for) is
-/// refused at load, by name.
+/// Switches (and in `lab` builds knobs) set from Rust that the device cannot run (the
+/// matrix-unit matmul without cooperative matrices, a tile beyond its workgroup memory, a
+/// subgroup block the kernel has no form for) are refused at load, by name.
 #[test]
-fn a_tuning_the_device_cannot_run_is_an_input_error() {
+fn a_choice_the_device_cannot_run_is_an_input_error() {
     use webgpu_llama::kernels::CoopTile;
     let base = gpu(false);
     let bytes = tiny(&[], "");
     let g = Gguf::parse(bytes.as_slice()).unwrap();
-    let cases = if base.has_coop() {
+    let cases = if base.has_coop() && cfg!(feature = "lab") {
         vec![
             // 68 KiB of workgroup memory, past any device's so far.
-            (Some(CoopTile { bm: 256, bn: 128, sm: 64, sn: 64, ..CoopTile::DEFAULT }), "Tuning::coop_tile 256x128/2/64x64 needs 69632 bytes"),
-            (Some(CoopTile { sm: 48, ..CoopTile::DEFAULT }), "Tuning::coop_tile 128x128/2/48x32: subgroup blocks must be 32 or 64"),
+            (Some(CoopTile { bm: 256, bn: 128, sm: 64, sn: 64, ..CoopTile::DEFAULT }), "coop_tile 256x128/2/64x64 needs 69632 bytes"),
+            (Some(CoopTile { sm: 48, ..CoopTile::DEFAULT }), "coop_tile 128x128/2/48x32: subgroup blocks must be 32 or 64"),
         ]
+    } else if base.has_coop() {
+        println!("{}: the matrix-unit matmul's tiles are forced through the lab's knobs: skipped without `--features lab`", base.adapter_info);
+        return;
     } else {
         println!("{}: no cooperative matrices, so only the matmul's absence is checked", base.adapter_info);
-        vec![(None, "Tuning::coop is on")]
+        vec![(None, "Switches::coop is on")]
     };
     for (tile, want) in cases {
         let mut gpu = base.clone();
-        if let Some(t) = tile {
-            gpu.tuning_mut().coop_tile = t;
+        #[cfg(feature = "lab")]
+        {
+            gpu.lab_mut().coop_tile = tile;
         }
-        gpu.tuning_mut().coop = true;
+        #[cfg(not(feature = "lab"))]
+        let _ = tile;
+        gpu.switches_mut().coop = Some(true);
         let e = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("must not load");
         assert!(matches!(e, Error::Input(_)) && e.to_string().contains(want), "{e}");
     }

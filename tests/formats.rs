@@ -14,12 +14,14 @@ mod common;
 use common::*;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
-use webgpu_llama::kernels::{CoopTile, CpuTile, Tile};
+use webgpu_llama::kernels::CoopTile;
+#[cfg(feature = "lab")]
+use webgpu_llama::kernels::{CpuTile, Tile};
 use webgpu_llama::linear::{matvec_max_tokens, threads_per_row};
 use webgpu_llama::synth::Rng;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
-use webgpu_llama::{oneshot, Gguf, Gpu, Llama, LoadOptions};
+use webgpu_llama::{oneshot, policy, Gguf, Gpu, Llama, LoadOptions};
 
 /// Byte offsets of the f16 scale fields (d, m, dmin) in a block of `ty` (ggml-common.h).
 fn f16_fields(ty: GgmlType) -> &'static [usize] {
@@ -117,8 +119,7 @@ fn check_linear(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, n: u32, lead: usi
     let x: Vec<f32> = (0..n * cols).map(|_| rng.uniform()).collect();
     let src = placed(&w, lead, trail, rng);
     let got = block_on(oneshot::linear(gpu, &src, ty, lead as u64, rows, cols, &x)).unwrap();
-    let t = gpu.tuning();
-    let tile = if t.coop { format!("matrix units {:?}", t.coop_tile) } else { format!("{:?}", t.tile) };
+    let tile = if policy::coop(gpu) { format!("matrix units {:?}", policy::coop_tile(gpu)) } else { format!("{:?}", policy::tile(gpu)) };
     let shape = format!(
         "binding {}, {} threads per row, matvec up to {} tokens, tile {tile}",
         gpu.max_binding(),
@@ -183,6 +184,7 @@ fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, n:
 }
 
 /// Forced threads-per-row shapes cycled through the checks (1 is the CPU policy's).
+#[cfg(feature = "lab")]
 const TPRS: [u32; 8] = [2, 4, 8, 16, 32, 64, 128, 256];
 
 /// The one-token integer form (`IDOT`, formats with `pint`) on `rows` x `cols` weights at +`lead`
@@ -198,9 +200,9 @@ fn check_linear_int(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, lead: usize, 
     let x: Vec<f32> = (0..cols).map(|_| rng.uniform()).collect();
     let src = placed(&w, lead, 1, rng);
     let mut g = gpu.clone();
-    (g.tuning_mut().wide, g.tuning_mut().int_dot) = (Some(true), Some(true));
+    (g.switches_mut().wide, g.switches_mut().int_dot) = (Some(true), Some(true));
     let got = block_on(oneshot::linear(&g, &src, ty, lead as u64, rows, cols, &x)).unwrap();
-    g.tuning_mut().int_dot = Some(false);
+    g.switches_mut().int_dot = Some(false);
     assert_ne!(
         got,
         block_on(oneshot::linear(&g, &src, ty, lead as u64, rows, cols, &x)).unwrap(),
@@ -293,37 +295,18 @@ impl std::fmt::Display for Choice {
 /// `cap`, a binding cap.
 fn shaped(base: &Gpu, shape: Choice, i: usize, cap: Option<u64>) -> Gpu {
     let mut g = base.clone();
-    let t = g.tuning_mut();
     // The f32 forms: the one-token integer form is checked against its own bound
     // (`check_linear_int`).
-    t.int_dot = Some(false);
+    g.switches_mut().int_dot = Some(false);
     match shape {
-        Choice::Gpu => t.cpu = false,
-        Choice::Cpu => {
-            (t.cpu, t.matvec_max_tokens) = (true, Some(8));
-            // Without subgroups on alternate calls: the span form in place of the broadcast
-            // one (`XB` in shaders/matvec.wgsl, which needs them).
-            t.reduce_subgroup *= ((i / 6) % 2) as u32;
-        }
-        Choice::GpuForced => {
-            let sg = t.reduce_subgroup * ((i / TPRS.len()) % 2) as u32;
-            (t.cpu, t.tpr, t.span, t.reduce_subgroup, t.unroll) =
-                (false, Some(TPRS[(i / 6) % TPRS.len()]), Some([8, 16, 12][(i / 6) % 3]), sg, Some(1 + (i as u32 / 3) % 3));
-            // 16-byte pieces (formats that have them) on half the calls.
-            t.wide = Some(i % 4 < 2);
-        }
-        Choice::Tiles => (t.matvec_max_tokens, t.tile, t.cpu_tile, t.coop) = (Some(0), Tile::PORTABLE, None, false),
-        Choice::LargeTiles => (t.matvec_max_tokens, t.tile, t.min_large_tiles, t.cpu_tile, t.coop) = (Some(0), Tile::LARGE, Some(0), None, false),
-        Choice::CpuTiles => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
-        // The matrix-unit matmul: with the quantised formats' weights as runs of 4, and (the 64
-        // x 64 tile) as 16-byte pieces where the format and width have them (the default).
-        Choice::CoopRuns => (t.matvec_max_tokens, t.coop, t.min_large_tiles, t.coop_quant_pieces) = (Some(0), true, Some(0), false),
-        Choice::CoopPieces => (t.matvec_max_tokens, t.coop, t.coop_tile, t.coop_quant_pieces) = (Some(0), true, CoopTile::SMALL, true),
-        // Subgroups of 4 x 2 and (odd calls) 4 x 4 fragments, every op on the large tile.
-        Choice::CoopLarge => {
-            let tile = CoopTile { bm: 128, bn: 128, sm: 64, sn: [32, 64][(i / 4) % 2], ..CoopTile::DEFAULT };
-            (t.matvec_max_tokens, t.coop, t.coop_tile, t.min_large_tiles, t.coop_quant_pieces) = (Some(0), true, tile, Some(0), true)
-        }
+        Choice::Gpu => g.set_cpu(false),
+        // Outside `lab` builds, the CPU policy as it is (its matvec up to 1 token).
+        #[cfg(not(feature = "lab"))]
+        Choice::Cpu => g.set_cpu(true),
+        #[cfg(feature = "lab")]
+        _ => lab_shaped(&mut g, shape, i),
+        #[cfg(not(feature = "lab"))]
+        _ => unreachable!("{shape} (call {i}) forces shapes through the lab's knobs: `lab` builds only"),
     }
     if let Some(c) = cap {
         g.cap_binding(c);
@@ -331,13 +314,62 @@ fn shaped(base: &Gpu, shape: Choice, i: usize, cap: Option<u64>) -> Gpu {
     g
 }
 
+/// [`shaped`]'s variants 1 to 8, through the lab's knobs.
+#[cfg(feature = "lab")]
+fn lab_shaped(g: &mut Gpu, shape: Choice, i: usize) {
+    let sw = *g.switches();
+    let mut s = sw;
+    let mut k = *g.lab();
+    match shape {
+        Choice::Gpu => g.set_cpu(false),
+        Choice::Cpu => {
+            g.set_cpu(true);
+            k.matvec_max_tokens = Some(8);
+            // Without subgroups on alternate calls: the span form in place of the broadcast
+            // one (`XB` in shaders/matvec.wgsl, which needs them).
+            s.reduce_subgroups = sw.reduce_subgroups && (i / 6) % 2 == 1;
+        }
+        Choice::GpuForced => {
+            g.set_cpu(false);
+            s.reduce_subgroups = sw.reduce_subgroups && (i / TPRS.len()) % 2 == 1;
+            (k.tpr, k.span, k.unroll) = (Some(TPRS[(i / 6) % TPRS.len()]), Some([8, 16, 12][(i / 6) % 3]), Some(1 + (i as u32 / 3) % 3));
+            // 16-byte pieces (formats that have them) on half the calls.
+            s.wide = Some(i % 4 < 2);
+        }
+        Choice::Tiles => ((k.matvec_max_tokens, k.tile), s.cpu_kernels, s.coop) = ((Some(0), Some(Tile::PORTABLE)), false, Some(false)),
+        Choice::LargeTiles => {
+            ((k.matvec_max_tokens, k.tile, k.min_large_tiles), s.cpu_kernels, s.coop) = ((Some(0), Some(Tile::LARGE), Some(0)), false, Some(false))
+        }
+        Choice::CpuTiles => {
+            ((k.matvec_max_tokens, k.cpu_tile), s.cpu_subgroups) = ((Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 })), false)
+        }
+        // The matrix-unit matmul: with the quantised formats' weights as runs of 4, and (the 64
+        // x 64 tile) as 16-byte pieces where the format and width have them (the default).
+        Choice::CoopRuns => (s.coop, k.matvec_max_tokens, k.min_large_tiles, k.coop_quant_pieces) = (Some(true), Some(0), Some(0), Some(false)),
+        Choice::CoopPieces => (s.coop, k.matvec_max_tokens, k.coop_tile, k.coop_quant_pieces) = (Some(true), Some(0), Some(CoopTile::SMALL), Some(true)),
+        // Subgroups of 4 x 2 and (odd calls) 4 x 4 fragments, every op on the large tile.
+        Choice::CoopLarge => {
+            let tile = CoopTile { bm: 128, bn: 128, sm: 64, sn: [32, 64][(i / 4) % 2], ..CoopTile::DEFAULT };
+            (s.coop, k.matvec_max_tokens, k.coop_tile, k.min_large_tiles, k.coop_quant_pieces) = (Some(true), Some(0), Some(tile), Some(0), Some(true))
+        }
+    }
+    (*g.switches_mut(), *g.lab_mut()) = (s, k);
+}
+
 /// Every check for one type, with each workgroup shape, on the device's own binding limit and on
 /// caps that split matrices into parts of 3 rows (2 for the wide rows; parts of odd byte counts
 /// start at unaligned offsets of the file) and stacks into single experts.
 /// The shapes of [`shaped`] this device runs: all but the matrix-unit matmul's where it has no
-/// cooperative matrices (said once per format where it does not).
+/// cooperative matrices (said once per format where it does not); outside `lab` builds the GPU
+/// and CPU policies only.
 fn shapes(base: &Gpu, ty: GgmlType) -> &'static [Choice] {
-    if base.has_coop() && base.coop_fits(CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, ..CoopTile::DEFAULT }) {
+    if cfg!(not(feature = "lab")) {
+        println!(
+            "{ty}: the forced shapes (threads per row, spans, tiles, matrix units) and the CPU policy's multi-token matvec skipped: they need `--features lab`"
+        );
+        return &Choice::ALL[..2];
+    }
+    if base.has_coop() && policy::coop_fits(base, CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, ..CoopTile::DEFAULT }) {
         return &Choice::ALL;
     }
     if base.has_coop() {
@@ -391,7 +423,7 @@ fn check_format(ty: GgmlType) {
         check_embed(&shaped(&base, Choice::Cpu, 0, Some(3 * row_bytes + 19)), ty, 67, cols, &mut rng);
         // Q6_K's regrouped rows (2048k weights) through the expert kernels too.
         if cols % 2048 == 0 && webgpu_llama::repack::regrouped(ty, cols) {
-            for (v, &shape) in shapes[..3].iter().enumerate() {
+            for (v, &shape) in shapes[..3.min(nv)].iter().enumerate() {
                 let n = [1u32, 5, 9][v];
                 check_experts(&shaped(&base, shape, v, None), ty, 3, 5, cols, n, &mut rng);
                 check_experts(&shaped(&base, shape, v, Some(5 * row_bytes + 19)), ty, 3, 5, cols, n, &mut rng);
@@ -399,7 +431,7 @@ fn check_format(ty: GgmlType) {
         }
         if cols <= 1024 {
             assert_eq!(per_binding(7 * row_bytes + 19, 7 * row_bytes), 1, "one expert per part");
-            for &shape in &shapes[..3] {
+            for &shape in &shapes[..3.min(nv)] {
                 i += 1;
                 let n = TOKENS[i % TOKENS.len()];
                 check_experts(&shaped(&base, shape, i, None), ty, 5, 67, cols, n, &mut rng);
@@ -501,6 +533,7 @@ fn split_model_stays_compact() {
 /// device has them.
 #[test]
 #[ignore]
+#[cfg(feature = "lab")]
 fn bench_matvec_formats() {
     let base = gpu(false);
     println!("adapter: {}", base.adapter_info);
@@ -521,7 +554,7 @@ fn bench_matvec_formats() {
             let want = reference(ty, &w, rows, cols, &x);
             for &t in &tprs {
                 let mut g = base.clone();
-                g.tuning_mut().tpr = if t == 0 { None } else { Some(t) };
+                g.lab_mut().tpr = if t == 0 { None } else { Some(t) };
                 let repeats = std::env::var("BENCH_REPEATS").map_or(20, |r| r.parse().unwrap());
                 let (y, timing) = block_on(oneshot::linear_timed(&g, &w, ty, 0, rows, cols, &x, repeats)).unwrap();
                 let (wall, on_gpu) = timing.expect("native runs are timed");

@@ -30,7 +30,7 @@ fn the_subgroup_size_is_the_fixed_one_or_a_controlled_pick_in_the_range() {
 fn size_control_fixes_the_size_of_kernels_with_subgroup_operations_only() {
     let mut gpu = common::gpu(false);
     gpu.set_web_subgroup(Some(16));
-    assert_eq!(gpu.tuning().reduce_subgroup, 16);
+    assert_eq!(gpu.reduce_subgroup(), 16);
     gpu.set_web_size_control(true);
     // The top-k kernel has no subgroup operations; a GPU's matrix-vector rows summed by subgroup
     // shuffles have.

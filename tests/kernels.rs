@@ -18,7 +18,9 @@ use webgpu_llama::reference::Reference;
 use webgpu_llama::synth::Rng;
 use webgpu_llama::synth::{model, Scheme, Shape};
 use webgpu_llama::weights::per_binding;
-use webgpu_llama::{Gguf, KvType, Llama, LoadOptions};
+#[cfg(feature = "lab")]
+use webgpu_llama::KvType;
+use webgpu_llama::{Gguf, Gpu, Llama, LoadOptions};
 
 /// Runs `positions` tokens one at a time on the GPU and the CPU reference; returns the worst
 /// max-abs difference relative to the largest reference logit.
@@ -37,16 +39,16 @@ fn compare_bytes(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>) 
     compare_tuned(bytes, vocab, positions, cap, |_| {})
 }
 
-/// As [`compare_bytes`], with `tune` applied to the GPU shapes' tuning (e.g. attention keys in
+/// As [`compare_bytes`], with `tune` applied to the GPU policy's device (e.g. attention keys in
 /// splits: the combine then runs for every token, and with the integer form writes the output
 /// projection's integers).
-fn compare_tuned(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>, tune: impl Fn(&mut webgpu_llama::gpu::Tuning)) -> f64 {
+fn compare_tuned(bytes: &Vec<u8>, vocab: u32, positions: u32, cap: Option<u64>, tune: impl Fn(&mut Gpu)) -> f64 {
     let g = Gguf::parse(bytes.as_slice()).unwrap();
-    // The same model twice: with the weight kernels' GPU workgroup shapes and with the CPU ones.
+    // The same model twice: with the GPU policy's kernels and with the CPU adapters'.
     let mut gpus = [gpu(false), gpu(false)];
-    gpus[0].tuning_mut().cpu = false;
-    tune(gpus[0].tuning_mut());
-    gpus[1].tuning_mut().cpu = true;
+    gpus[0].set_cpu(false);
+    tune(&mut gpus[0]);
+    gpus[1].set_cpu(true);
     let llamas: Vec<Llama> = gpus
         .iter_mut()
         .map(|gpu| {
@@ -199,16 +201,26 @@ fn width_2048_regrouped_q6_k_dense_and_moe() {
     // Keys in 3 splits: one-token attention's merge (on natively on Vulkan, as here) writes the
     // output projection's integers (head dim 128); without it, the combine.
     let bytes = model(&dense, Scheme::Q4KM, 7).unwrap().to_bytes();
-    assert_close("Q4_K_M, d 2048, 3 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |t| t.splits = Some(3)));
-    let combine = |splits| move |t: &mut webgpu_llama::gpu::Tuning| (t.splits, t.fused_combine) = (Some(splits), Some(false));
-    assert_close("Q4_K_M, d 2048, 3 key splits, combine", compare_tuned(&bytes, dense.vocab, 3, None, combine(3)));
-    // 40 (past attention::WIDE_COMBINE_SPLITS, most of them empty): the merge, and without it
-    // attention_combine_wide.wgsl, writes them.
-    assert_close("Q4_K_M, d 2048, 40 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |t| t.splits = Some(40)));
-    assert_close("Q4_K_M, d 2048, 40 key splits, combine", compare_tuned(&bytes, dense.vocab, 3, None, combine(40)));
+    #[cfg(feature = "lab")]
+    {
+        assert_close("Q4_K_M, d 2048, 3 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |g| g.lab_mut().splits = Some(3)));
+        let combine = |splits| {
+            move |g: &mut Gpu| {
+                g.lab_mut().splits = Some(splits);
+                g.switches_mut().fused_combine = Some(false);
+            }
+        };
+        assert_close("Q4_K_M, d 2048, 3 key splits, combine", compare_tuned(&bytes, dense.vocab, 3, None, combine(3)));
+        // 40 (past attention::WIDE_COMBINE_SPLITS, most of them empty): the merge, and without it
+        // attention_combine_wide.wgsl, writes them.
+        assert_close("Q4_K_M, d 2048, 40 key splits", compare_tuned(&bytes, dense.vocab, 3, None, |g| g.lab_mut().splits = Some(40)));
+        assert_close("Q4_K_M, d 2048, 40 key splits, combine", compare_tuned(&bytes, dense.vocab, 3, None, combine(40)));
+    }
+    #[cfg(not(feature = "lab"))]
+    println!("Q4_K_M, d 2048, forced key splits: skipped: they need `--features lab`");
     // The linear ops write the next one's integers by default (QOUT, and INORM for the
     // norms); without, quantize ops.
-    let off = |t: &mut webgpu_llama::gpu::Tuning| (t.quant_out, t.quant_out_glu) = (Some(false), Some(false));
+    let off = |g: &mut Gpu| g.switches_mut().quant_out = Some(false);
     assert_close("Q4_K_M, d 2048, no QOUT", compare_tuned(&bytes, dense.vocab, 3, None, off));
     let moe = Shape { experts: 4, topk: 2, ..dense };
     assert_close("MoE Q6_K, d 2048", compare(&moe, Scheme::All(GgmlType::Q6_K), 3, None));
@@ -307,8 +319,9 @@ fn head_over_128_mib_on_default_limits() {
 /// next op are still reused: one-token decode has the same dispatches with the split ops as
 /// without. (A split op appended before the quantize op once cost the Llama-3.2-1B shape 64
 /// quantize dispatches a token.) The split ops run here without matrix units
-/// (`Tuning::split_without_coop`): their halves go unread, so every logit is unchanged.
+/// (the `split_without_coop` knob): their halves go unread, so every logit is unchanged.
 #[test]
+#[cfg(feature = "lab")]
 fn split_ops_keep_next_op_integers() {
     let s = Shape::dense(256, 2, 4, 2, 512, 67);
     let bytes = model(&s, Scheme::All(GgmlType::Q8_0), 7).unwrap().to_bytes();
@@ -318,11 +331,13 @@ fn split_ops_keep_next_op_integers() {
         if !gpu.device.features().contains(wgpu::Features::SHADER_F16) {
             return None;
         }
-        let t = gpu.tuning_mut();
-        (t.cpu, t.int_dot, t.wide, t.fuse) = (false, Some(true), Some(true), Some(true));
-        (t.quant_out, t.quant_out_glu, t.split_without_coop) = (Some(true), Some(true), split);
+        gpu.set_cpu(false);
+        let t = gpu.switches_mut();
+        (t.int_dot, t.wide, t.fuse, t.quant_out) = (Some(true), Some(true), Some(true), Some(true));
         // (Without matrix units: with them the split ops run in both, for the matmul.)
-        t.coop = false;
+        t.coop = Some(false);
+        let k = gpu.lab_mut();
+        (k.quant_out_glu, k.split_without_coop) = (Some(true), Some(split));
         Some(Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
     };
     let (Some(plain), Some(split)) = (load(false), load(true)) else {
@@ -350,6 +365,7 @@ fn split_ops_keep_next_op_integers() {
 /// Logits of `merged` (one-token attention merging its key splits, `+combine`) against `plain`
 /// (the combine dispatch): within 1e-5 of the largest (the merge is an online softmax over the
 /// splits, the combine's maths in another order).
+#[cfg(feature = "lab")]
 fn assert_merged(plain: &Llama, merged: &Llama, tokens: &[u32], pos: u32, what: &str) {
     let (x, y) = (block_on(plain.forward(tokens, pos)).unwrap(), block_on(merged.forward(tokens, pos)).unwrap());
     let err = relative_err(&y, &x.iter().map(|&v| v as f64).collect::<Vec<_>>());
@@ -358,18 +374,22 @@ fn assert_merged(plain: &Llama, merged: &Llama, tokens: &[u32], pos: u32, what: 
 
 /// `bytes`' model loaded twice, one-token attention merging its key splits itself (`+combine`)
 /// and not, with `splits` key splits (`None`: by context) and the integer form; the merging
-/// model's attention in chunks of `chunk` keys (`Tuning::attn_chunk`; `None`: by the splits'
-/// keys) and with the value rows' prefetch or not (`Tuning::attn_prefetch`, on by default for head dims up to 64), the
+/// model's attention in chunks of `chunk` keys (the `attn_chunk` knob; `None`: by the splits'
+/// keys) and with the value rows' prefetch or not (the `attn_prefetch` knob, on by default for head dims up to 64), the
 /// other's in chunks of 64 without it. Checks that each layer's one-token step runs the merging
 /// variant (with the output projection's integers, `+quant`; with `chunk` 128, in chunks of 128)
 /// and no combine dispatch, and that 3-token batches still run the combine.
+#[cfg(feature = "lab")]
 fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Option<u32>, chunk: Option<u32>, prefetch: bool) -> (Llama, Llama) {
     let g = Gguf::parse(bytes).unwrap();
     let load = |on: bool| {
         let mut gpu = gpu(false);
-        let t = gpu.tuning_mut();
-        (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(on), Some(true));
-        (t.attn_chunk, t.attn_prefetch) = if on { (chunk, Some(prefetch)) } else { (Some(64), Some(false)) };
+        gpu.set_cpu(false);
+        let t = gpu.switches_mut();
+        (t.fuse, t.fused_combine, t.int_dot) = (Some(true), Some(on), Some(true));
+        let k = gpu.lab_mut();
+        k.splits = splits;
+        (k.attn_chunk, k.attn_prefetch) = if on { (chunk, Some(prefetch)) } else { (Some(64), Some(false)) };
         Llama::load(&gpu, &g, bytes, LoadOptions { ctx: Some(ctx), kv, ..Default::default() }).unwrap()
     };
     let (plain, merged) = (load(false), load(true));
@@ -397,6 +417,7 @@ fn merge_pair(bytes: &Vec<u8>, layers: usize, ctx: u32, kv: KvType, splits: Opti
 /// forced where splits hold fewer keys too (the token's own key then in either half of a chunk,
 /// and splits with no keys); with the value rows' prefetch (on by default for head dims up to 64) and without.
 #[test]
+#[cfg(feature = "lab")]
 fn decode_merges_its_key_splits() {
     let s = Shape::dense(256, 2, 8, 2, 512, 67);
     let bytes = model(&s, Scheme::Q4KM, 13).unwrap().to_bytes();
@@ -439,8 +460,9 @@ fn key_splits_walk_whole_chunks() {
     let base = gpu(false);
     let with = |on: bool| {
         let mut g = base.clone();
-        let t = g.tuning_mut();
-        (t.cpu, t.fuse, t.fused_combine) = (false, Some(true), Some(on));
+        g.set_cpu(false);
+        let t = g.switches_mut();
+        (t.fuse, t.fused_combine) = (Some(true), Some(on));
         g
     };
     let (plain, merged) = (with(false), with(true));
@@ -476,6 +498,7 @@ fn key_splits_walk_whole_chunks() {
 /// output and integers for 64 threads), and in 3 splits of 217 keys or more (chunks of 128 keys,
 /// 4 key groups of 32; with the value rows' prefetch too), against the combine dispatch.
 #[test]
+#[cfg(feature = "lab")]
 fn decode_merges_long_contexts_and_wide_groups() {
     let s = Shape::dense(1024, 1, 8, 1, 256, 67);
     let bytes = model(&s, Scheme::Q4KM, 17).unwrap().to_bytes();
@@ -490,12 +513,13 @@ fn decode_merges_long_contexts_and_wide_groups() {
 }
 
 /// The value projection of its own (Q6_K beside Q4_K q and k, as in Q4_K_M files) writes decode's
-/// value straight into the V cache (`Tuning::v_to_cache`, `linear::Fuse::cache_row`; into the
+/// value straight into the V cache (`Switches::v_to_cache`, `linear::Fuse::cache_row`; into the
 /// f16 cache two rows a word, `linear::AT_POSITION16`) and one-token attention reads it there
 /// (`+v-cached`): the same logits, bit for bit, as through qkv (where the f16 cache's attention
 /// rounds the token's own value as the cache holds it), at every position of a prompt decoded a
 /// token at a time and past the key splits' first chunk; and the path is taken.
 #[test]
+#[cfg(feature = "lab")]
 fn value_projection_into_the_cache() {
     // Head dims 64 (attention_decode.wgsl) and 128 (attention_decode_wide.wgsl on GPUs).
     for (heads, kv_heads) in [(4, 2), (2, 1)] {
@@ -514,6 +538,7 @@ fn value_projection_into_the_cache() {
     }
 }
 
+#[cfg(feature = "lab")]
 fn value_projection_into_the_cache_with(s: Shape, kv: KvType, cap: Option<u64>, ctx: u32) {
     let bytes = model(&s, Scheme::Q4KM, 11).unwrap().to_bytes();
     let g = Gguf::parse(bytes.as_slice()).unwrap();
@@ -522,8 +547,9 @@ fn value_projection_into_the_cache_with(s: Shape, kv: KvType, cap: Option<u64>, 
         if let Some(c) = cap {
             gpu.cap_binding(c);
         }
-        let t = gpu.tuning_mut();
-        (t.cpu, t.fuse, t.splits, t.v_to_cache) = (false, Some(true), Some(3), Some(on));
+        gpu.set_cpu(false);
+        (gpu.switches_mut().fuse, gpu.switches_mut().v_to_cache) = (Some(true), Some(on));
+        gpu.lab_mut().splits = Some(3);
         Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(ctx), kv, ..Default::default() }).unwrap()
     };
     let (plain, cached) = (load(false), load(true));
@@ -557,12 +583,13 @@ fn value_projection_into_the_cache_with(s: Shape, kv: KvType, cap: Option<u64>, 
     }
 }
 
-/// One-token steps over at most `Tuning::attn_heads_until` keys take one query head a workgroup
+/// One-token steps over at most the `attn_heads_until` knob keys take one query head a workgroup
 /// of attention_decode.wgsl (`attention::short_steps_one_head`), longer ones two: the same
 /// logits as with two heads a workgroup throughout, at every position of a prompt decoded a
 /// token at a time on both sides of the bound, with 3 key splits and by context, and the f16 cache; and
 /// each side takes its form.
 #[test]
+#[cfg(feature = "lab")]
 fn short_steps_take_one_head_a_workgroup() {
     let s = Shape::dense(256, 2, 4, 1, 512, 67);
     let bytes = model(&s, Scheme::All(GgmlType::Q8_0), 13).unwrap().to_bytes();
@@ -570,8 +597,9 @@ fn short_steps_take_one_head_a_workgroup() {
     for (kv, splits) in [(KvType::F32, Some(3)), (KvType::F32, None), (KvType::F16, Some(3))] {
         let load = |until: u32| {
             let mut gpu = gpu(false);
-            let t = gpu.tuning_mut();
-            (t.cpu, t.fuse, t.splits, t.attn_heads_until) = (false, Some(true), splits, Some(until));
+            gpu.set_cpu(false);
+            gpu.switches_mut().fuse = Some(true);
+            (gpu.lab_mut().splits, gpu.lab_mut().attn_heads_until) = (splits, Some(until));
             Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(160), kv, ..Default::default() }).unwrap()
         };
         let (two, short) = (load(0), load(100));
@@ -614,7 +642,7 @@ fn kernels_compile_on_first_use() {
     assert!(max_abs(&after, &one_at_a_time[20]) < 1e-3, "a step after the batch against the same step before it");
 }
 
-/// One-token attention through `attention_decode_wide.wgsl` (`Tuning::attn_wide`: a chunk's key
+/// One-token attention through `attention_decode_wide.wgsl` (`Switches::attn_wide`: a chunk's key
 /// and value loads spread over 2 x head-dim threads, all in flight at once, the next chunk's
 /// while one is summed) gives the combine dispatch's logits at every position of a prompt decoded
 /// a token at a time (1 to 3 chunks of 64 keys): head dims 32 (a thread a key), 64 and 128 (2
@@ -628,6 +656,7 @@ fn kernels_compile_on_first_use() {
 /// loads in flight while one is summed), chunks of 128 forced (the own key in either half of a
 /// chunk, splits with no keys), 3-token batches in between.
 #[test]
+#[cfg(feature = "lab")]
 fn wide_decode_attention() {
     for (d, heads) in [(256, 4), (256, 8), (512, 4)] {
         let s = Shape::dense(d, 1, heads, 2, 2 * d, 67);
@@ -653,9 +682,11 @@ fn wide_decode_attention() {
             let g = Gguf::parse(&bytes).unwrap();
             let load = |wide: bool| {
                 let mut gpu = gpu(false);
-                let t = gpu.tuning_mut();
-                (t.cpu, t.fuse, t.splits, t.fused_combine, t.int_dot) = (false, Some(true), splits, Some(wide), Some(true));
-                (t.attn_wide, t.attn_chunk, t.attn_owned) = (Some(wide), if wide { chunk } else { Some(64) }, Some(own));
+                gpu.set_cpu(false);
+                let t = gpu.switches_mut();
+                (t.fuse, t.fused_combine, t.int_dot, t.attn_wide) = (Some(true), Some(wide), Some(true), Some(wide));
+                let k = gpu.lab_mut();
+                (k.splits, k.attn_chunk, k.attn_owned) = (splits, if wide { chunk } else { Some(64) }, Some(own));
                 Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(160), kv, ..Default::default() }).unwrap()
             };
             let (plain, wide) = (load(false), load(true));
@@ -663,7 +694,7 @@ fn wide_decode_attention() {
             let kc128 = chunk == Some(128);
             assert_eq!(names.iter().filter(|n| n.starts_with("attention_decode_wide") && n.contains(" kc128") == kc128).count(), 1, "{names:?}");
             // Subgroups that own their keys where a value row's d / heads / 4 threads fit in one.
-            let sg = wide.gpu().tuning().reduce_subgroup;
+            let sg = wide.gpu().reduce_subgroup();
             let owned = names.iter().any(|n| n.starts_with("attention_decode_wide") && n.contains(" owned"));
             assert_eq!(owned, own && d / heads / 4 <= sg, "{names:?} at {sg} lanes");
             if let Ok(lanes) = std::env::var("WEBGPU_LLAMA_EXPECT_LANES") {
@@ -684,6 +715,7 @@ fn wide_decode_attention() {
 }
 
 /// The hollow tests' model: Q4_K everywhere, 4 heads of 64 dims (2 KV heads), 2 layers.
+#[cfg(feature = "lab")]
 fn hollow_test_model() -> (Shape, Vec<u8>) {
     let s = Shape::dense(256, 2, 4, 2, 512, 67);
     let bytes = model(&s, Scheme::All(GgmlType::Q4_K), 7).unwrap().to_bytes();
@@ -691,22 +723,25 @@ fn hollow_test_model() -> (Shape, Vec<u8>) {
 }
 
 /// That model with `hollow`, in the GPU forms (integer matvecs, their wide loads, 3 key splits).
-fn load_hollow(bytes: &Vec<u8>, hollow: webgpu_llama::gpu::Hollow) -> (webgpu_llama::gpu::Gpu, Llama) {
+#[cfg(feature = "lab")]
+fn load_hollow(bytes: &Vec<u8>, hollow: webgpu_llama::lab::Hollow) -> (Gpu, Llama) {
     let g = Gguf::parse(bytes).unwrap();
     let mut gpu = gpu(false);
-    let t = gpu.tuning_mut();
-    (t.cpu, t.int_dot, t.wide, t.splits, t.hollow) = (false, Some(true), Some(true), Some(3), hollow);
+    gpu.set_cpu(false);
+    (gpu.switches_mut().int_dot, gpu.switches_mut().wide) = (Some(true), Some(true));
+    (gpu.lab_mut().splits, gpu.lab_mut().hollow) = (Some(3), hollow);
     (gpu.clone(), Llama::load(&gpu, &g, bytes, LoadOptions { ctx: Some(80), ..Default::default() }).unwrap())
 }
 
-/// `bench --hollow` (`Tuning::hollow`): every kernel composed to return at entry, over its
+/// `bench --set hollow=grids|one` (the `hollow` mode): every kernel composed to return at entry, over its
 /// planned grid or one workgroup, keeps the step's dispatches (the same kernels, in order) and
 /// does no work: every logit stays as its buffer was made (0), with no validation error, where
 /// the same model's kernels, run, give logits. The GPU forms (integer matvecs, one-token
 /// attention merging its key splits, the top-k readout) and a prompt then one-token steps.
 #[test]
+#[cfg(feature = "lab")]
 fn hollow_kernels_keep_the_dispatches_and_do_no_work() {
-    use webgpu_llama::gpu::Hollow;
+    use webgpu_llama::lab::Hollow;
     let (s, bytes) = hollow_test_model();
     let load = |hollow: Hollow| load_hollow(&bytes, hollow);
     let names = |l: &Llama, n: u32, pos: u32| l.dispatches(&l.plan(n, pos, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();
@@ -732,14 +767,15 @@ fn hollow_kernels_keep_the_dispatches_and_do_no_work() {
     }
 }
 
-/// `bench --hollow only:KERNEL` (`Hollow::Only`): that kernel alone returns at entry, the others
+/// `bench --set hollow=only:KERNEL` (`Hollow::Only`): that kernel alone returns at entry, the others
 /// run. With the one-token attention kernel hollow, a prompt's logits (other attention kernels)
 /// are the run's bit for bit and a one-token step's are not; with every matvec hollow, no logit
 /// is written. The mode's names parse and print back; `stream` and unknown names are refused.
 #[test]
+#[cfg(feature = "lab")]
 fn one_kernel_hollow_leaves_the_others_running() {
-    use webgpu_llama::gpu::Hollow;
     use webgpu_llama::kernels::Kernel;
+    use webgpu_llama::lab::Hollow;
     let (s, bytes) = hollow_test_model();
     let load = |hollow: Hollow| load_hollow(&bytes, hollow);
     let (_, run) = load(Hollow::Off);
@@ -778,15 +814,18 @@ fn one_kernel_hollow_leaves_the_others_running() {
 /// projections' integers (times the next norm's weights) still give the quantize op's logits
 /// within 1e-5 of the largest (the norm's division comes later on that path).
 #[test]
+#[cfg(feature = "lab")]
 fn swiglu_integers_match_the_quantize_op() {
     let s = Shape::dense(256, 2, 4, 2, 512, 67);
     let bytes = model(&s, Scheme::All(GgmlType::Q4_K), 11).unwrap().to_bytes();
     let g = Gguf::parse(bytes.as_slice()).unwrap();
     let load = |qout: bool, glu: bool, tpr: Option<u32>, rpt: Option<u32>| {
         let mut gpu = gpu(false);
-        let t = gpu.tuning_mut();
-        (t.cpu, t.int_dot, t.wide, t.fuse, t.tpr, t.rpt) = (false, Some(true), Some(true), Some(true), tpr, rpt);
-        (t.quant_out, t.quant_out_glu) = (Some(qout && !glu), Some(qout && glu));
+        gpu.set_cpu(false);
+        let t = gpu.switches_mut();
+        (t.int_dot, t.wide, t.fuse, t.quant_out) = (Some(true), Some(true), Some(true), Some(qout && !glu));
+        let k = gpu.lab_mut();
+        (k.tpr, k.rpt, k.quant_out_glu) = (tpr, rpt, Some(qout && glu));
         Llama::load(&gpu, &g, &bytes, LoadOptions { ctx: Some(40), ..Default::default() }).unwrap()
     };
     let labels = |l: &Llama| l.dispatches(&l.plan(1, 20, false)).iter().map(|d| d.variant.key.label()).collect::<Vec<_>>();

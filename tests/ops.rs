@@ -12,6 +12,7 @@ mod common;
 use common::gpu;
 use pollster::block_on;
 use webgpu_llama::ggml::{self, GgmlType};
+#[cfg(feature = "lab")]
 use webgpu_llama::kernels::CpuTile;
 use webgpu_llama::synth::Rng;
 use webgpu_llama::{attention, oneshot, reference, rope, Config, Gpu, KvType};
@@ -210,23 +211,27 @@ fn linear_fused_norm_and_swiglu() {
         let nw: Vec<f32> = rng.vec(cols as usize).iter().map(|v| 1.0 + 0.5 * v).collect();
         for (i, n) in [1u32, 1, 3, 8, 9, 33].into_iter().enumerate() {
             let mut g = base.clone();
-            let t = g.tuning_mut();
-            t.fuse = Some(true);
             // The f32 forms (the integer form has its own test, `linear_integer_form`).
-            t.int_dot = Some(false);
-            match i % 3 {
-                0 => (t.cpu, t.span, t.rpt) = (false, None, Some(2)),
-                1 => (t.cpu, t.span, t.rpt, t.wide) = (false, Some(12), Some(3), Some(false)),
-                _ => (t.cpu, t.span) = (true, Some(4)),
+            (g.switches_mut().fuse, g.switches_mut().int_dot) = (Some(true), Some(false));
+            // The GPU forms, with (1) spans instead of pieces, and the CPU forms; in `lab` builds
+            // with odd spans and rows per thread.
+            g.set_cpu(i % 3 == 2);
+            if i % 3 == 1 {
+                g.switches_mut().wide = Some(false);
+            }
+            #[cfg(feature = "lab")]
+            {
+                let k = g.lab_mut();
+                (k.span, k.rpt) = [(None, Some(2)), (Some(12), Some(3)), (Some(4), None)][i % 3];
             }
             let x: Vec<f32> = rng.vec((n * cols) as usize).iter().map(|v| 3.0 * v).collect();
             let xn: Vec<Vec<f64>> = x.chunks(cols as usize).map(|r| reference::rmsnorm(&f64s(r), &f64s(&nw), 1e-5)).collect();
             let what = format!(
-                "{ty} {rows}x{cols} T={n} (cpu {}, span {:?}, rows per thread {:?}, wide {:?})",
-                g.tuning().cpu,
-                g.tuning().span,
-                g.tuning().rpt,
-                g.tuning().wide
+                "{ty} {rows}x{cols} T={n} (cpu {}, span {}, rows per thread {}, wide {})",
+                g.is_cpu(),
+                webgpu_llama::linear::span(&g, ty),
+                webgpu_llama::linear::rows_per_thread(&g, ty),
+                webgpu_llama::linear::wide(&g, ty, cols)
             );
 
             let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), false)).unwrap();
@@ -276,10 +281,11 @@ fn linear_integer_form() {
         let nw: Vec<f32> = rng.vec(cols as usize).iter().map(|v| 1.0 + 0.5 * v).collect();
         let x: Vec<f32> = rng.vec(cols as usize).iter().map(|v| 3.0 * v).collect();
         let mut g = base.clone();
-        let t = g.tuning_mut();
-        (t.cpu, t.wide, t.int_dot, t.fuse) = (false, Some(true), Some(true), Some(true));
+        g.set_cpu(false);
+        let t = g.switches_mut();
+        (t.wide, t.int_dot, t.fuse) = (Some(true), Some(true), Some(true));
         let mut f = g.clone();
-        f.tuning_mut().int_dot = Some(false);
+        f.switches_mut().int_dot = Some(false);
         for norm in [false, true] {
             let xr = if norm { reference::rmsnorm(&f64s(&x), &f64s(&nw), 1e-5) } else { f64s(&x) };
             let nwe = norm.then_some((&nw[..], 1e-5));
@@ -437,14 +443,21 @@ fn attention_with(kv: KvType) {
         [Device, DeviceNoSubgroups, Gpu, GpuNoDecode, GpuHeadDim132, GpuOneHead, GpuGroup4, GpuNoTiled, TiledHeadDim18, TiledDefaultLimits, DeviceHeadDim128];
     for case in cases {
         let mut gpu = if case == TiledDefaultLimits { limited.clone() } else { base.clone() };
-        let t = gpu.tuning_mut();
+        if case == GpuOneHead && cfg!(not(feature = "lab")) {
+            println!("attention {case} (one query head a workgroup, forced) skipped: it needs `--features lab`");
+            continue;
+        }
+        gpu.set_cpu(matches!(case, Device | DeviceNoSubgroups | DeviceHeadDim128));
+        let t = gpu.switches_mut();
         match case {
-            Device | DeviceHeadDim128 => {}
-            DeviceNoSubgroups => t.cpu_subgroup = 0,
-            GpuNoDecode => (t.cpu, t.decode_attention) = (false, Some(false)),
-            GpuOneHead => (t.cpu, t.attn_heads) = (false, Some(1)),
-            GpuNoTiled => (t.cpu, t.tiled_attention) = (false, false),
-            Gpu | GpuHeadDim132 | GpuGroup4 | TiledHeadDim18 | TiledDefaultLimits => t.cpu = false,
+            DeviceNoSubgroups => t.cpu_subgroups = false,
+            GpuNoDecode => t.decode_attention = Some(false),
+            GpuNoTiled => t.tiled_attention = false,
+            _ => {}
+        }
+        #[cfg(feature = "lab")]
+        if case == GpuOneHead {
+            gpu.lab_mut().attn_heads = Some(1);
         }
         let head_dim = match case {
             GpuHeadDim132 => 132,
@@ -472,7 +485,7 @@ fn attention_with(kv: KvType) {
 #[test]
 fn attention_many_splits() {
     let mut gpu = gpu(false);
-    gpu.tuning_mut().cpu = false;
+    gpu.set_cpu(false);
     let mut rng = Rng(11);
     for (n, head_dim) in [(1u32, 20), (3, 20), (1, 128), (1, 132), (1, 260)] {
         let pos0 = 5000 - n;
@@ -557,14 +570,19 @@ fn rope_attention() {
     ];
     for (case, kv_type, head_dim) in cases {
         let mut gpu = base.clone();
-        let t = gpu.tuning_mut();
-        t.cpu = false;
+        if case == OneHead && cfg!(not(feature = "lab")) {
+            println!("rope + attention {case:?} (one query head a workgroup, forced) skipped: it needs `--features lab`");
+            continue;
+        }
+        gpu.set_cpu(false);
+        let t = gpu.switches_mut();
         t.fuse = Some(case != Unfused);
         if case == NoSubgroups {
-            t.reduce_subgroup = 0;
+            t.reduce_subgroups = false;
         }
+        #[cfg(feature = "lab")]
         if case == OneHead {
-            t.attn_heads = Some(1);
+            gpu.lab_mut().attn_heads = Some(1);
         }
         for n in [1, 3] {
             for pos0 in [0, 45, 64, 128, 130] {
@@ -631,15 +649,30 @@ fn linear_gpu_policy_and_matmul_only() {
     // the GPU kernel.
     for case in ["GPU policy", "matmul", "CPU tile 8x3/5", "CPU tile 16x2/3", "GPU tiles"] {
         let mut g: Gpu = base.clone();
-        let t = g.tuning_mut();
-        match case {
-            "GPU policy" => t.cpu = false,
-            "matmul" => t.matvec_max_tokens = Some(0),
-            "CPU tile 8x3/5" => (t.matvec_max_tokens, t.cpu_tile, t.cpu_subgroup) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 }), 0),
-            "CPU tile 16x2/3" => (t.matvec_max_tokens, t.cpu_tile) = (Some(0), Some(CpuTile { lanes: 16, rows: 2, tokens: 3, subgroup: 0 })),
-            // (The f32 tiled kernel, also where the matrix-unit one is the default; "matmul" takes
-            // the device's default.)
-            _ => (t.matvec_max_tokens, t.cpu_tile, t.coop) = (Some(0), None, false),
+        if case != "GPU policy" && cfg!(not(feature = "lab")) {
+            println!("{ty} linear {case} (every batch through a matrix-matrix kernel, forced) skipped: it needs `--features lab`");
+            continue;
+        }
+        if case == "GPU policy" {
+            g.set_cpu(false);
+        }
+        #[cfg(feature = "lab")]
+        {
+            let t = g.lab_mut();
+            match case {
+                "matmul" | "GPU tiles" => t.matvec_max_tokens = Some(0),
+                "CPU tile 8x3/5" => (t.matvec_max_tokens, t.cpu_tile) = (Some(0), Some(CpuTile { lanes: 8, rows: 3, tokens: 5, subgroup: 0 })),
+                "CPU tile 16x2/3" => (t.matvec_max_tokens, t.cpu_tile) = (Some(0), Some(CpuTile { lanes: 16, rows: 2, tokens: 3, subgroup: 0 })),
+                _ => {}
+            }
+            // (The f32 tiled kernel, also where the matrix-unit one is the default; "matmul"
+            // takes the device's default.)
+            let s = g.switches_mut();
+            match case {
+                "CPU tile 8x3/5" => s.cpu_subgroups = false,
+                "GPU tiles" => (s.cpu_kernels, s.coop) = (false, Some(false)),
+                _ => {}
+            }
         }
         for &n in &TOKENS {
             let x = rng.vec((n * cols) as usize);

@@ -69,7 +69,7 @@ enum Policy {
     /// of the formats that have it where rows are 16-byte pieces: here Q4_K and Q8_0; no shared
     /// model has Q6_K rows of 2048k weights, tests/kernels.rs does).
     GpuTokens,
-    /// The matrix-unit matmul (`--coop`, its default tile and split precision) for every batch,
+    /// The matrix-unit matmul (`--switch coop=true`, its default tile and split precision) for every batch,
     /// where the adapter has cooperative matrices (skipped, with a line saying so, where it has
     /// none: lavapipe).
     Coop,
@@ -103,15 +103,28 @@ fn check_all_rows(c: &Case, bytes: &Vec<u8>, policy: Policy) {
         println!("{} ({policy}): skipped: {} has no cooperative matrices (the matrix-unit matmul runs on GPUs that have them)", c.name, gpu.adapter_info);
         return;
     }
-    let t = gpu.tuning_mut();
+    let forced = matches!(policy, Policy::GpuChunks | Policy::Tiled | Policy::GpuTokens | Policy::Coop);
+    if forced && cfg!(not(feature = "lab")) {
+        println!("{} ({policy}): skipped: forced key splits and matrix-matrix batches need `--features lab`", c.name);
+        return;
+    }
+    gpu.set_cpu(matches!(policy, Policy::Device | Policy::Tiled | Policy::Coop) && gpu.is_cpu());
     match policy {
-        Policy::Device => {}
-        Policy::GpuChunks | Policy::GpuTokens => (t.cpu, t.splits) = (false, Some(4)),
-        Policy::GpuDecode => t.cpu = false,
+        #[cfg(feature = "lab")]
+        Policy::GpuChunks | Policy::GpuTokens => gpu.lab_mut().splits = Some(4),
         // The default tile even where it makes few workgroups (the 64 x 64 fallback: formats.rs).
-        Policy::Coop => (t.coop, t.matvec_max_tokens, t.min_large_tiles) = (true, Some(0), Some(0)),
+        #[cfg(feature = "lab")]
+        Policy::Coop => {
+            gpu.switches_mut().coop = Some(true);
+            (gpu.lab_mut().matvec_max_tokens, gpu.lab_mut().min_large_tiles) = (Some(0), Some(0));
+        }
         // The f32 tiled kernel, also where the matrix-unit one is the default.
-        Policy::Tiled => (t.matvec_max_tokens, t.coop) = (Some(0), false),
+        #[cfg(feature = "lab")]
+        Policy::Tiled => {
+            gpu.lab_mut().matvec_max_tokens = Some(0);
+            gpu.switches_mut().coop = Some(false);
+        }
+        _ => {}
     }
     let g = webgpu_llama::Gguf::parse(bytes.as_slice()).unwrap();
     let batch = match policy {
@@ -218,12 +231,15 @@ fn check_case_f16(c: &Case) {
     for policy in [Policy::Device, Policy::GpuChunks] {
         let mut gpu = base.clone();
         if policy == Policy::GpuChunks {
-            let t = gpu.tuning_mut();
-            (t.cpu, t.splits) = (false, Some(4));
+            gpu.set_cpu(false);
+            #[cfg(feature = "lab")]
+            {
+                gpu.lab_mut().splits = Some(4);
+            }
         }
         // (The f32 cache's value projection would write decode's values into the cache, which
         // takes a uniform of its own: off, so that the two programs differ in the cache alone.)
-        gpu.tuning_mut().v_to_cache = Some(false);
+        gpu.switches_mut().v_to_cache = Some(false);
         let (m32, m16) = (load_kv(&gpu, &bytes, KvType::F32), load_kv(&gpu, &bytes, KvType::F16));
         assert_eq!(m16.config.kv, KvType::F16);
         // The cache's bytes halve, and nothing else changes.
@@ -396,7 +412,7 @@ fn decode_steps_take_their_inputs_from_staging() {
     assert!(staged > steps && missed >= 1, "staged {staged}, recorded afresh {missed}");
 }
 
-/// Readbacks waited for by polling (`Tuning::spin_wait`, off by default on CPU adapters): a
+/// Readbacks waited for by polling (`Switches::spin_wait`, off by default on CPU adapters): a
 /// 300-token prompt's rows in one call (a long wait, past `gpu::SPIN_LIMIT` on slow adapters,
 /// so the blocking wait after the loop is taken too) and one-token steps (short waits), every
 /// row within the tolerance of the reference.
@@ -404,7 +420,7 @@ fn decode_steps_take_their_inputs_from_staging() {
 fn spin_wait_reads_the_reference_rows() {
     let c = case("stories260K-f32-long300");
     let mut gpu = gpu(false);
-    gpu.tuning_mut().spin_wait = Some(true);
+    gpu.switches_mut().spin_wait = Some(true);
     assert!(gpu.spin_wait());
     let bytes = std::fs::read(model_path(&c.model)).unwrap();
     let llama = load(&gpu, &bytes, None);

@@ -297,7 +297,7 @@ async fn config_matches_the_seed_and_progress_is_reported() {
     let dpt = config_u32(&llama, "dispatchesPerToken");
     // embed + 5 layers x (q/k/v with RMSNorm, rope_kv, attention, o, gate/up with RMSNorm and
     // SwiGLU, down) + output head with the final RMSNorm: 32, against the seed's 63 (on this
-    // device with subgroups, where the CPU adapters' matvecs fuse the norms: Tuning::fused).
+    // device with subgroups, where the CPU adapters' matvecs fuse the norms: policy::fused).
     assert_eq!(dpt, 32.0, "dispatchesPerToken");
     let file = config_u32(&llama, "fileTensorBytes");
     assert!(config_u32(&llama, "weightBytesOnGpu") >= file && file > 1e6, "weight bytes");

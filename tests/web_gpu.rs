@@ -25,11 +25,11 @@ wasm_bindgen_test_configure!(run_in_browser);
 /// with the policy of a GPU adapter whatever the adapter is.
 async fn gpu_forms(dev: &wasm_bindgen::JsValue) -> Gpu {
     let mut gpu = webgpu_llama::web::adopt::adopt_device(dev).await.expect("adopt the host's device").into_gpu();
-    assert_eq!(gpu.tuning().int_dot, Some(false), "a CPU adapter keeps the f32 matvec form");
+    assert!(!webgpu_llama::policy::int_dot(&gpu), "a CPU adapter keeps the f32 matvec form");
     gpu.set_cpu(false);
-    assert_eq!(gpu.tuning().reduce_subgroup as f64, expected_subgroup(dev), "subgroup size of the reductions");
+    assert_eq!(gpu.reduce_subgroup() as f64, expected_subgroup(dev), "subgroup size of the reductions");
     // Chromium's WGSL has dot4I8Packed: the integer matvec form runs (SwiftShader polyfills it).
-    assert_eq!(gpu.tuning().int_dot, Some(true), "the integer matvec form on a GPU with dot4I8Packed");
+    assert!(webgpu_llama::policy::int_dot(&gpu), "the integer matvec form on a GPU with dot4I8Packed");
     gpu
 }
 
@@ -145,8 +145,8 @@ async fn gpu_kernel_forms_match_the_f64_reference() {
     use webgpu_llama::{ggml, oneshot, reference};
     let dev = device(true).await;
     let mut gpu = gpu_forms(&dev).await;
-    gpu.tuning_mut().fuse = Some(true);
-    assert_eq!(gpu.tuning().reduce_subgroup as f64, expected_subgroup(&dev), "subgroup size of the reductions");
+    gpu.switches_mut().fuse = Some(true);
+    assert_eq!(gpu.reduce_subgroup() as f64, expected_subgroup(&dev), "subgroup size of the reductions");
     let f64s = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
     let mut seed = 7u32;
     let mut rand = move || {

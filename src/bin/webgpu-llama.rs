@@ -4,6 +4,9 @@
 //! [--generate [--block K]] [--temperature T --top-k K --top-p P --min-p P --repeat-penalty R
 //! --repeat-window N --seed S]`
 //! `webgpu-llama info MODEL.gguf`
+//!
+//! Kernel forms: `--switch NAME=BOOL` (the device's policy otherwise); in builds with the cargo
+//! feature `lab`, also `--set KEY=VALUE` (numeric overrides, measuring modes: `--set help`).
 
 #![cfg_attr(target_arch = "wasm32", allow(unused))]
 
@@ -95,19 +98,21 @@ mod cli {
             top_k: Option<u32>,
             /// With all logits: copy each token's logits out of the readback buffer before the
             /// argmax (as `forward` returns them) instead of reading them in place.
+            #[cfg(feature = "lab")]
             #[arg(long)]
             copy_logits: bool,
             /// Decode as llama-bench's tg does: each next token a pseudo-random id instead of
             /// the argmax (all logits still read back and mapped each token, not read; not with
-            /// --top-k or --copy-logits).
+            /// --top-k).
             #[arg(long)]
             random_next: bool,
             /// Decode through Llama::generate, ids read back every K steps (next tokens picked
-            /// greedily on the GPU; not with --top-k, --copy-logits or --random-next).
+            /// greedily on the GPU; not with --top-k or --random-next).
             #[arg(long, value_name = "K")]
             generate: Option<u32>,
             /// Also measure the device's read bandwidth (`shaders/stream.wgsl`, 1 GiB read 32
             /// times, median of 5 passes) and print the decode's weight reads as a share of it.
+            #[cfg(feature = "lab")]
             #[arg(long)]
             stream: bool,
             #[command(flatten)]
@@ -186,318 +191,44 @@ mod cli {
         }
     }
 
-    /// Kernel choices (defaults: the device's policy, `gpu::Tuning`).
+    /// Kernel choices: the device's policy ([`webgpu_llama::policy`]) unless switched, and in
+    /// `lab` builds the laboratory's knobs.
     #[derive(clap::Args)]
     struct Choices {
-        /// Matrix-matrix tile `BMxBN/TMxTN` of the portable kernel (e.g. 64x64/4x4, 64x128/4x8).
-        #[arg(long)]
-        tile: Option<String>,
-        /// Batches of at most this many tokens use the matrix-vector kernel.
-        #[arg(long)]
-        matvec_max_tokens: Option<u32>,
-        /// Workgroups below which a linear op uses the small tile instead of the large one (default:
-        /// 128 for the matrix-unit matmul's 128 x 128 tiles, else 256).
-        #[arg(long)]
-        min_large_tiles: Option<u32>,
-        /// Attention key splits for small batches (default: by context length).
-        #[arg(long)]
-        splits: Option<u32>,
-        /// Threads per row of the matrix-vector kernels: 1, 2, 4 ... 256 (the expert kernels take 64 at most; default: by shape and device).
-        #[arg(long)]
-        tpr: Option<u32>,
-        /// Weights a matrix-vector thread decodes at once: a multiple of 4 up to 64 (default: by format).
-        #[arg(long)]
-        span: Option<u32>,
-        /// Rows per thread of the one-token matrix-vector kernel: 1 to 8 (default: by device and weight format).
-        #[arg(long)]
-        rpt: Option<u32>,
-        /// Rows per thread of the one-token matrix-vector kernel with SwiGLU fused: 1 to 8
-        /// (default: as --rpt).
-        #[arg(long)]
-        rpt_glu: Option<u32>,
-        /// Rows per thread of the output head's one-token matrix-vector kernel: 1 to 8
-        /// (default: as --rpt).
-        #[arg(long)]
-        head_rpt: Option<u32>,
-        /// Threads per row of the output head's matrix-vector kernels: a power of two from 4 to
-        /// 256 (default: as --tpr).
-        #[arg(long)]
-        head_tpr: Option<u32>,
-        /// Spans a one-token matrix-vector thread loads before using any: 1 to 8 (default: 16
-        /// weights' worth).
-        #[arg(long)]
-        unroll: Option<u32>,
-        /// Read the matrix-vector kernel's weights as 16-byte pieces where the format has them
-        /// (Q4_K, Q6_K, F16, Q8_0): on / off (default: by device).
-        #[arg(long)]
-        wide: Option<bool>,
-        /// With pieces: only these formats take them (comma list of GGML type names, e.g.
-        /// `q4_k,f16`; default: all that have them).
-        #[arg(long, value_delimiter = ',')]
-        wide_types: Option<Vec<String>>,
-        /// With pieces: whether the matrix-vector forms with RMSNorm fused take them too
-        /// (default: true).
-        #[arg(long)]
-        wide_norm: Option<bool>,
-        /// One-token matrix-vector products of Q4_K, Q8_0 and Q6_K weights by integer dot products
-        /// against 24-bit quantised activations: on / off (default: on for Vulkan devices).
-        #[arg(long)]
-        int_dot: Option<bool>,
-        /// With the integer form: the output and down projections write the next op's integer
-        /// activations themselves (QOUT): on / off (default: on).
-        #[arg(long)]
-        quant_out: Option<bool>,
-        /// The same for the SwiGLU matvec (the down projection's input): on / off (default: as
-        /// --quant-out).
-        #[arg(long)]
-        quant_out_glu: Option<bool>,
-        /// Threads per row of the matrix-vector kernels with QOUT: a power of two up to 64, cut to
-        /// keep a workgroup's 16 rows within 512 threads (default: as without, so cut).
-        #[arg(long)]
-        quant_out_tpr: Option<u32>,
-        /// Keep RMSNorm and SwiGLU as dispatches of their own when decoding (default: fused into
-        /// the matrix-vector kernel).
-        #[arg(long)]
-        no_fuse: bool,
-        /// Query heads per workgroup of the one-token attention kernel: a divisor of the query
-        /// heads per KV head; a value that does not divide it falls back to the default (by
-        /// shape).
-        #[arg(long)]
-        attn_heads: Option<u32>,
-        /// One-token steps over at most this many keys take one query head a workgroup of the
-        /// one-token attention kernel (head dims up to 64, where it merges its own key splits,
-        /// natively on Vulkan, in 64-key chunks; 0: never; default: 1024).
-        #[arg(long)]
-        attn_heads_until: Option<u32>,
-        /// Decode attention through the general kernel (attention.wgsl) instead of the one-token kernel.
-        #[arg(long)]
-        no_decode_attention: bool,
-        /// Prefill attention through the general kernel (attention.wgsl) instead of the tiled
-        /// one (attention_tiled.wgsl).
-        #[arg(long)]
-        no_tiled_attention: bool,
-        /// Fuse RMSNorm and SwiGLU into the matrix-vector kernel (the default).
-        #[arg(long, conflicts_with = "no_fuse")]
-        fuse: bool,
-        /// Keep wgpu's injected shader runtime checks (bounds clamps, loop counters).
-        #[arg(long)]
-        checked_shaders: bool,
-        /// Wait for each readback by polling in a loop (one CPU core busy, up to 20 ms) instead
-        /// of sleeping in the driver's fence wait: on / off (default: on GPUs, off on CPU
-        /// adapters).
-        #[arg(long)]
-        spin_wait: Option<bool>,
-        /// Measure the step's dispatch floor: every kernel returns at entry, over its planned
-        /// grid (`grids`) or over one workgroup (`one`); the logits are then zeros. Or one kernel
-        /// alone (`only:NAME`, e.g. `only:attention_decode_wide`: the others run): against the
-        /// step with it run, what that kernel costs as the step runs (default: off).
-        #[arg(long)]
-        hollow: Option<String>,
-        /// Where the value projection is a matrix of its own, decode writes its output straight
-        /// into the V cache, beside the q/k projection: on / off (default: on).
-        #[arg(long)]
-        v_to_cache: Option<bool>,
-        /// One-token attention merges its key splits itself (the last workgroup of each head
-        /// group to finish) instead of a combine dispatch: on / off (default: on natively on
-        /// Vulkan, where RoPE is fused into it).
-        #[arg(long)]
-        fused_combine: Option<bool>,
-        /// Keys a chunk of one-token attention (and threads a workgroup): 64 or 128 (default: 128
-        /// where the kernel merges its key splits and a split holds 2, 4, ... chunks of 64 keys,
-        /// else 64).
-        #[arg(long)]
-        attn_chunk: Option<u32>,
-        /// One-token attention loads a chunk's first value rows before scoring its keys: on / off
-        /// (default: on for head dims up to 64, BENCHMARKS.md v24; the wide kernel, --attn-wide,
-        /// loads a chunk's keys and values at once anyway).
-        #[arg(long)]
-        attn_prefetch: Option<bool>,
-        /// One-token attention through attention_decode_wide.wgsl (a chunk's loads spread over
-        /// 2 x head-dim threads, all in flight at once): on / off (default: on for head dims past
-        /// 64, where the fused merge runs: natively on Vulkan).
-        #[arg(long)]
-        attn_wide: Option<bool>,
-        /// In the wide one-token attention, each subgroup keeps its own softmax over the keys it
-        /// scores and values, merged once after the keys (no barrier a chunk), where a value
-        /// row's head-dim / 4 threads fit in one subgroup: on / off (default: off).
-        #[arg(long)]
-        attn_owned: Option<bool>,
-        /// On CPU adapters, the CPU matrix-matrix kernel's tile `LANESxROWS/TOKENS` (e.g. 64x3/16).
-        #[arg(long)]
-        cpu_tile: Option<String>,
-        /// On CPU adapters, compile the CPU kernels (the CPU matmul, attention) without subgroups
-        /// (the matvec's CPU form follows --no-reduce-subgroups).
-        #[arg(long)]
-        no_cpu_subgroups: bool,
-        /// Reduce in workgroup memory only, not with subgroup operations (matrix-vector row sums,
-        /// the one-token attention's softmax; default: subgroups where the device has one size);
-        /// on CPU adapters also the matvec form that broadcasts activations across a subgroup.
-        #[arg(long)]
-        no_reduce_subgroups: bool,
-        /// On CPU adapters, use the GPU matrix-matrix and attention kernels for prefill too.
-        #[arg(long)]
-        no_cpu_kernels: bool,
-        /// The matrix-unit (cooperative matrix) matmul for prefill: on / off, `--coop` alone: on
-        /// (default: on where the device has 16x16x16 f16 cooperative matrices).
-        #[arg(long, num_args = 0..=1, default_missing_value = "true")]
-        coop: Option<bool>,
-        /// The matrix-unit matmul's tile `BMxBN/SPLIT` or `BMxBN/SPLIT/SMxSN` (SMxSN: each
-        /// subgroup's block, 32 or 64 a side, 32x32 by default; BM, BN multiples of it; SPLIT 0: f16
-        /// operands, as llama.cpp's matrix-unit paths; 1: the activations as two f16 halves, exact
-        /// products for F16 and BF16 weights only; 2: the weights too, within 2e-3 of the
-        /// references for every format; 0 and 1 on other weights are outside it; default
-        /// 128x128/2/64x32 where it fits the workgroup memory, else 64x128/2).
-        #[arg(long)]
-        coop_tile: Option<String>,
-        /// The matrix-unit matmul reads Q4_K, Q8_0 (rows of 256k) and Q6_K (rows of 2048k) weights
-        /// as 16-byte pieces, as it does F16's: on / off, alone: on (default: on; off: the runs of
-        /// 4 that every other format takes).
-        #[arg(long, num_args = 0..=1, default_missing_value = "true")]
-        coop_quant_pieces: Option<bool>,
+        /// An on/off choice of kernel form, NAME=true|false, repeatable (`--switch help` lists
+        /// them; default: the device's policy).
+        #[arg(long = "switch", value_name = "NAME=BOOL")]
+        switches: Vec<String>,
+        /// A laboratory knob, KEY=VALUE, repeatable: a numeric override of a kernel default or a
+        /// measuring mode (`--set help` lists them).
+        #[cfg(feature = "lab")]
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
     }
 
     impl Choices {
+        /// Prints the lists `--switch help` and `--set help` ask for; whether one was asked.
+        fn help(&self) -> bool {
+            let switches = self.switches.iter().any(|s| s == "help");
+            if switches {
+                println!("{}", webgpu_llama::gpu::Switches::help());
+            }
+            #[cfg(feature = "lab")]
+            if self.set.iter().any(|s| s == "help") {
+                println!("{}", webgpu_llama::lab::help());
+                return true;
+            }
+            switches
+        }
+
+        /// Applies the choices to `gpu`.
         fn apply(&self, gpu: &mut Gpu) -> Result<(), Box<dyn std::error::Error>> {
-            let t = gpu.tuning_mut();
-            if let Some(tile) = &self.tile {
-                t.tile = tile.parse()?;
+            for s in &self.switches {
+                gpu.switches_mut().set(s)?;
             }
-            if let Some(m) = self.matvec_max_tokens {
-                t.matvec_max_tokens = Some(m);
-            }
-            if let Some(m) = self.min_large_tiles {
-                t.min_large_tiles = Some(m);
-            }
-            t.splits = self.splits.or(t.splits);
-            t.attn_heads = self.attn_heads.or(t.attn_heads);
-            t.attn_heads_until = self.attn_heads_until.or(t.attn_heads_until);
-            if let Some(n) = self.tpr {
-                if !n.is_power_of_two() || n > 256 {
-                    return Err(format!("--tpr {n}: expected a power of two from 1 to 256").into());
-                }
-                t.tpr = Some(n);
-            }
-            if let Some(n) = self.span {
-                if n == 0 || n % 4 != 0 || n > 64 {
-                    return Err(format!("--span {n}: expected a multiple of 4 from 4 to 64").into());
-                }
-                t.span = Some(n);
-            }
-            if let Some(n) = self.rpt_glu {
-                if !(1..=8).contains(&n) {
-                    return Err(format!("--rpt-glu {n}: expected 1 to 8").into());
-                }
-                t.rpt_glu = Some(n);
-            }
-            if let Some(n) = self.head_rpt {
-                if !(1..=8).contains(&n) {
-                    return Err(format!("--head-rpt {n}: expected 1 to 8").into());
-                }
-                t.head_rpt = Some(n);
-            }
-            if let Some(n) = self.head_tpr {
-                if !n.is_power_of_two() || !(4..=256).contains(&n) {
-                    return Err(format!("--head-tpr {n}: expected a power of two from 4 to 256").into());
-                }
-                t.head_tpr = Some(n);
-            }
-            if let Some(n) = self.unroll {
-                if !(1..=8).contains(&n) {
-                    return Err(format!("--unroll {n}: expected 1 to 8").into());
-                }
-                t.unroll = Some(n);
-            }
-            t.wide = self.wide.or(t.wide);
-            if let Some(names) = &self.wide_types {
-                let mut mask = 0u64;
-                for n in names {
-                    let ty = webgpu_llama::ggml::GgmlType::from_name(n).ok_or_else(|| format!("--wide-types {n}: not a GGML type name"))?;
-                    if webgpu_llama::kernels::Format::of(ty).pieces.is_none() {
-                        return Err(format!("--wide-types {n}: {} has no 16-byte pieces (Q4_K, Q6_K, F16 and Q8_0 do)", ty.name()).into());
-                    }
-                    mask |= 1 << ty as u32;
-                }
-                t.wide_types = Some(mask);
-            }
-            t.wide_norm = self.wide_norm.or(t.wide_norm);
-            t.int_dot = self.int_dot.or(t.int_dot);
-            t.quant_out = self.quant_out.or(t.quant_out);
-            t.quant_out_glu = self.quant_out_glu.or(t.quant_out_glu);
-            if let Some(n) = self.quant_out_tpr {
-                if !n.is_power_of_two() || n > 64 {
-                    return Err(format!("--quant-out-tpr {n}: expected a power of two up to 64").into());
-                }
-                t.quant_out_tpr = Some(n);
-            }
-            if let Some(n) = self.rpt {
-                if !(1..=8).contains(&n) {
-                    return Err(format!("--rpt {n}: expected 1 to 8").into());
-                }
-                t.rpt = Some(n);
-            }
-            if self.no_decode_attention {
-                t.decode_attention = Some(false);
-            }
-            if self.no_tiled_attention {
-                t.tiled_attention = false;
-            }
-            if self.fuse || self.no_fuse {
-                t.fuse = Some(self.fuse);
-            }
-            t.checked_shaders = self.checked_shaders;
-            t.spin_wait = self.spin_wait.or(t.spin_wait);
-            t.v_to_cache = self.v_to_cache.or(t.v_to_cache);
-            if let Some(h) = &self.hollow {
-                t.hollow = h.parse()?;
-            }
-            t.fused_combine = self.fused_combine.or(t.fused_combine);
-            if let Some(n) = self.attn_chunk {
-                if n != 64 && n != 128 {
-                    return Err(format!("--attn-chunk {n}: expected 64 or 128").into());
-                }
-                t.attn_chunk = Some(n);
-            }
-            t.attn_prefetch = self.attn_prefetch.or(t.attn_prefetch);
-            t.attn_wide = self.attn_wide.or(t.attn_wide);
-            t.attn_owned = self.attn_owned.or(t.attn_owned);
-            if let Some(c) = &self.cpu_tile {
-                t.cpu_tile = Some(c.parse()?);
-            }
-            if self.no_cpu_subgroups {
-                t.cpu_subgroup = 0;
-            }
-            if self.no_reduce_subgroups {
-                t.reduce_subgroup = 0;
-            }
-            if self.no_cpu_kernels {
-                (t.cpu_tile, t.cpu_attention) = (None, false);
-            }
-            if self.coop == Some(true) && !gpu.has_coop() {
-                return Err("--coop: this device has no 16x16x16 f16 cooperative matrices".into());
-            }
-            if let Some(c) = self.coop {
-                if c && !gpu.coop_fits(gpu.tuning().coop_tile) {
-                    return Err("--coop: its tiles need more workgroup memory than this device allows (--default-limits?)".into());
-                }
-                gpu.tuning_mut().coop = c;
-            }
-            if let Some(t) = &self.coop_tile {
-                let t: webgpu_llama::kernels::CoopTile = t.parse()?;
-                if !gpu.tuning().coop {
-                    return Err("--coop-tile: the matrix-unit matmul is off (no cooperative matrices on this device, or --coop false)".into());
-                }
-                if !gpu.coop_fits(t) {
-                    let limit = gpu.limits().max_compute_workgroup_storage_size;
-                    return Err(format!(
-                        "--coop-tile: {} bytes of workgroup memory (or the 64x64 fallback's), more than this device's {limit}",
-                        t.shared_bytes()
-                    )
-                    .into());
-                }
-                gpu.tuning_mut().coop_tile = t;
-            }
-            if let Some(q) = self.coop_quant_pieces {
-                gpu.tuning_mut().coop_quant_pieces = q;
+            #[cfg(feature = "lab")]
+            for s in &self.set {
+                gpu.lab_mut().set(s)?;
             }
             Ok(())
         }
@@ -592,12 +323,19 @@ mod cli {
                 default_limits,
                 profile,
                 top_k,
+                #[cfg(feature = "lab")]
                 copy_logits,
                 random_next,
                 generate,
+                #[cfg(feature = "lab")]
                 stream,
                 choices,
             } => {
+                #[cfg(not(feature = "lab"))]
+                let copy_logits = false;
+                if choices.help() {
+                    return Ok(());
+                }
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
@@ -611,11 +349,12 @@ mod cli {
                     println!("model: {model}");
                     println!("{report}");
                 }
+                #[cfg(feature = "lab")]
                 if stream {
                     let bytes = (1u64 << 30).min(gpu.max_binding()) & !15;
                     let gbs = webgpu_llama::bench::read_bandwidth(&gpu, bytes, 32, 5).await?;
                     let share = match report.hollow {
-                        webgpu_llama::gpu::Hollow::Off => {
+                        webgpu_llama::lab::Hollow::Off => {
                             format!("; the decode's weight reads reach {:.1}% of the median", 100.0 * report.decode_gbs() / gbs.median)
                         }
                         _ => String::new(),
@@ -644,12 +383,16 @@ mod cli {
                 Ok(())
             }
             Cmd::Run { model, tokens, n, ctx, kv, dump_logits, default_limits, generation, choices } => {
+                if choices.help() {
+                    return Ok(());
+                }
                 let bytes = read(&model)?;
                 let mut gpu = Gpu::native(default_limits).await?;
                 choices.apply(&mut gpu)?;
-                if gpu.tuning().hollow != webgpu_llama::gpu::Hollow::Off {
+                #[cfg(feature = "lab")]
+                if gpu.lab().hollow != webgpu_llama::lab::Hollow::Off {
                     return Err(
-                        "--hollow is bench's measure of a step's floor (or of one kernel's cost): run would print logits its kernels never wrote".into()
+                        "--set hollow is bench's measure of a step's floor (or of one kernel's cost): run would print logits its kernels never wrote".into()
                     );
                 }
                 println!("adapter: {}", gpu.adapter_info);

@@ -265,10 +265,11 @@ fn expand(lines: &[&str], vars: &[(String, u32)], consts: &[(&str, u32)], out: &
     }
 }
 
-/// `src` (a composed kernel) returning at the entry of `main` ([`crate::gpu::Hollow`]; every
-/// kernel but `stream.wgsl`, which measures the device): the rest stays in the module, so that
+/// `src` (a composed kernel) returning at the entry of `main` ([`crate::lab::Hollow`]; `lab`
+/// builds only; every kernel but `stream.wgsl`, which measures the device): the rest stays in the module, so that
 /// the bindings it declares are still in the derived layout (`tests/shaders.rs` checks both for
 /// every variant). (A constant condition: the barriers after it stay in uniform control flow.)
+#[cfg(feature = "lab")]
 pub fn hollow(src: &str) -> String {
     let entry = src.find("\nfn main(").expect("a composed kernel has a main");
     assert_eq!(src.rfind("\nfn main("), Some(entry), "a composed kernel has one main");

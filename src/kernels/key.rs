@@ -125,7 +125,7 @@ pub enum Geometry {
         /// ([`crate::attention::decode_chunk`]).
         keys: u32,
         /// A chunk's first value rows are loaded before its keys are scored (`PREFETCH`,
-        /// [`crate::gpu::Tuning::attn_prefetch`]).
+        /// the `attn_prefetch` knob ([`crate::knobs`])).
         prefetch: bool,
         /// `attention_decode_wide.wgsl` only: each subgroup keeps its own online softmax over
         /// the keys it scores and values, merged once after the keys (`OWNED`, no barrier a

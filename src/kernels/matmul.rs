@@ -22,7 +22,7 @@ impl Tile {
     pub const PORTABLE: Tile = Tile { bm: 64, bn: 64, tm: 4, tn: 4 };
     /// 64 x 128, 4 x 8 per thread, 256 threads, 24 KiB of workgroup memory: the fastest of
     /// 64x64/4x4, 128x128/8x8, 128x64/8x4, 64x128/4x8 and 64x64/8x8 for prefill on an H200
-    /// (`bench --tile`, pp512 of the Llama-3.2-1B shape in Q8_0: 7.6k, 6.4k, 6.4k, 8.1k, 5.5k tok/s).
+    /// (`bench --set tile=...`, pp512 of the Llama-3.2-1B shape in Q8_0: 7.6k, 6.4k, 6.4k, 8.1k, 5.5k tok/s).
     pub const LARGE: Tile = Tile { bm: 64, bn: 128, tm: 4, tn: 8 };
 
     /// Threads per workgroup.
@@ -103,7 +103,7 @@ impl std::str::FromStr for CpuTile {
     type Err = String;
 
     /// `LANESxROWS/TOKENS`: lanes 1 to 256, rows 1 to 8, tokens 1 to 32 (no subgroups: see
-    /// `Tuning::cpu_subgroup`).
+    /// [`crate::Gpu::cpu_subgroup`]).
     fn from_str(s: &str) -> Result<CpuTile, String> {
         let bad = || format!("cpu tile {s:?}: expected LANESxROWS/TOKENS, e.g. 64x3/16");
         let v: Vec<u32> = s.split(['x', '/']).map(|p| p.trim().parse().map_err(|_| bad())).collect::<Result<_, _>>()?;
@@ -143,7 +143,7 @@ impl CoopTile {
     /// 128 x 128 in 8 subgroups of 64 x 32 (each loads 4 weight fragments and 2 token fragments
     /// for 8 products, against 2 and 2 for 4 in 32 x 32), weights and activations each split in
     /// two f16 halves: 48 KiB of workgroup memory. On an H200, pp512 against [`CoopTile::COMPACT`]
-    /// (with [`crate::gpu::Tuning::min_large`] 128 against 256): 8B Q4_K_M 3781 -> 4302
+    /// (with [`crate::policy::min_large`] 128 against 256): 8B Q4_K_M 3781 -> 4302
     /// tok/s, Llama-3.2-1B shape Q8_0 19935 -> 21551, Q4_K_M 21648 -> 22424, F16 26685 -> 31954
     /// (BENCHMARKS.md v21; subgroups of 32 x 64 ran even, 64 x 64 slower).
     pub const DEFAULT: CoopTile = CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, split: 2, pieces: false };
@@ -159,7 +159,7 @@ impl CoopTile {
     /// This tile for `cols`-wide weights of format `ty`: F16 and BF16 weights are exact in f16
     /// after `hi16` (11 and 8 significant bits), so their remainders (split 2's lo x hi) are
     /// zero and skipped; F16 rows of whole 16-byte pieces take [`CoopTile::pieces`], and with
-    /// `quant_pieces` ([`crate::gpu::Tuning::coop_quant_pieces`]) Q8_0 and Q6_K rows regrouped in
+    /// `quant_pieces` (the `coop_quant_pieces` knob ([`crate::knobs`])) Q8_0 and Q6_K rows regrouped in
     /// groups of 8 blocks, and Q4_K.
     pub fn for_format(self, ty: GgmlType, cols: u32, quant_pieces: bool) -> CoopTile {
         let regrouped = group_blocks(ty, cols) == 8;
@@ -208,7 +208,7 @@ impl CoopTile {
     }
 }
 
-/// `BMxBN/SPLIT`, with `/SMxSN` where the subgroup block is not 32 x 32 (`--coop-tile`'s syntax).
+/// `BMxBN/SPLIT`, with `/SMxSN` where the subgroup block is not 32 x 32 (the `coop_tile` knob's syntax).
 impl std::fmt::Display for CoopTile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}x{}/{}", self.bm, self.bn, self.split)?;

@@ -84,7 +84,7 @@ pub fn matvec_lanes(tpr: u32, sg: u32) -> u32 {
 /// activations' loads across subgroups of `sg` lanes (`XB` in `shaders/matvec.wgsl`): with 4 or
 /// more lanes (so that a 32-column step's 8 vec4s take at most 2 loads a lane). The defaults
 /// that suit that form ([`matvec_workgroup`], [`crate::linear::rows_per_thread`],
-/// [`crate::gpu::Tuning::fused`]) ask here too.
+/// [`crate::policy::fused`]) ask here too.
 pub fn broadcasts(sg: u32) -> bool {
     sg >= 4
 }
