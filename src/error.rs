@@ -16,8 +16,9 @@ pub enum Error {
     Truncated { what: String, at: u64, need: u64, len: u64 },
     /// Structurally malformed GGUF (bad counts, bad alignment, overlapping tensors ...).
     Malformed(String),
-    /// A tensor of a GGML type this crate does not handle.
-    UnsupportedType { tensor: String, ggml_type: u32 },
+    /// A tensor of a GGML type this crate does not handle: its id and ggml's name for it
+    /// ([`crate::ggml::GgmlType::name_of`]).
+    UnsupportedType { tensor: String, ggml_type: u32, name: &'static str },
     /// `general.architecture` is not `llama`.
     UnsupportedArchitecture(String),
     /// Hyperparameters that do not make a LLaMA model (or exceed the engine's limits).
@@ -57,11 +58,7 @@ impl fmt::Display for Error {
                 "truncated GGUF: {what} needs {need} bytes at byte {at} but the file has {len} bytes"
             ),
             Error::Malformed(m) => write!(f, "malformed GGUF: {m}"),
-            Error::UnsupportedType { tensor, ggml_type } => write!(
-                f,
-                "tensor {tensor} has unsupported type {} ({ggml_type})",
-                crate::ggml::GgmlType::name_of(*ggml_type)
-            ),
+            Error::UnsupportedType { tensor, ggml_type, name } => write!(f, "tensor {tensor} has unsupported type {name} ({ggml_type})"),
             Error::UnsupportedArchitecture(a) => write!(f, "WebGPU path: llama GGUFs only (general.architecture is {a:?})"),
             Error::Config(m) => write!(f, "WebGPU path: {m}"),
             Error::MissingTensor(t) => write!(f, "missing tensor {t}"),

@@ -390,7 +390,8 @@ fn read_tensor_info<S: ByteSource + ?Sized>(r: &mut Reader<S>, i: u64, name: Str
         dims.push(dim);
     }
     let type_id = r.u32(&|| format!("tensor info {i} ({name:?}) type"))?;
-    let ggml_type = GgmlType::from_u32(type_id).ok_or_else(|| Error::UnsupportedType { tensor: name.clone(), ggml_type: type_id })?;
+    let ggml_type =
+        GgmlType::from_u32(type_id).ok_or_else(|| Error::UnsupportedType { tensor: name.clone(), ggml_type: type_id, name: GgmlType::name_of(type_id) })?;
     let rel_offset = r.u64(&|| format!("tensor info {i} ({name:?}) offset"))?;
     let n_elements =
         dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or_else(|| malformed(format!("dims overflow ({dims:?} has more than 2^64 elements)")))?;

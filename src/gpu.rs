@@ -595,3 +595,18 @@ impl Gpu {
         Ok(data)
     }
 }
+
+/// The laboratory's knobs ([`crate::lab`]; `lab` builds only).
+#[cfg(feature = "lab")]
+impl Gpu {
+    /// The knobs in force (the CLI's `--set`; tests).
+    pub fn lab(&self) -> &crate::knobs::Knobs {
+        &self.knobs
+    }
+
+    /// Sets knobs (tests force every kernel shape on one device). Set them before loading a
+    /// model: the program is built with the values of that moment.
+    pub fn lab_mut(&mut self) -> &mut crate::knobs::Knobs {
+        &mut self.knobs
+    }
+}

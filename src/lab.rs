@@ -1,11 +1,10 @@
 //! The laboratory (cargo feature `lab` only): the knobs of [`crate::knobs`] set by
-//! `--set KEY=VALUE` (the CLI's `run` and `bench`) or by tests through [`Gpu::lab_mut`], and the
+//! `--set KEY=VALUE` (the CLI's `run` and `bench`) or by tests through [`crate::Gpu::lab_mut`], and the
 //! measuring modes ([`Hollow`]). Neither the browser package nor the default native build
 //! compiles this module: there every knob is the policy's ([`crate::policy`]).
 
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
-use crate::gpu::Gpu;
 use crate::kernels::{CoopTile, CpuTile, Kernel, Tile};
 pub use crate::knobs::{Knobs, TABLE};
 
@@ -19,19 +18,6 @@ pub struct Knob {
     pub set: fn(&mut Knobs, &str) -> std::result::Result<(), String>,
     /// The knob's value where it is set (a mode: where it is not off).
     pub get: fn(&Knobs) -> Option<String>,
-}
-
-impl Gpu {
-    /// The knobs in force (the CLI's `--set`; tests).
-    pub fn lab(&self) -> &Knobs {
-        &self.knobs
-    }
-
-    /// Sets knobs (tests force every kernel shape on one device). Set them before loading a
-    /// model: the program is built with the values of that moment.
-    pub fn lab_mut(&mut self) -> &mut Knobs {
-        &mut self.knobs
-    }
 }
 
 impl Knobs {

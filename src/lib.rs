@@ -86,6 +86,7 @@ pub mod program;
 pub mod quantize;
 pub mod reference;
 pub mod repack;
+pub mod reuse;
 pub mod rope;
 pub mod sample;
 pub mod split;

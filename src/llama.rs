@@ -283,6 +283,23 @@ impl Llama {
         self.program.dispatches(batch)
     }
 
+    /// The batches a forward of `n_tokens` tokens from `start_pos` runs, in order ([`Llama::submit`]
+    /// splits its tokens into chunks of [`Llama::batch`] tokens, or fewer where every token's
+    /// logits are kept): what `webgpu-llama plan` prints.
+    pub fn batches(&self, n_tokens: u32, start_pos: u32, all_logits: bool) -> Vec<Batch> {
+        let chunk = self.chunk(all_logits);
+        (0..n_tokens).step_by(chunk as usize).map(|first| self.plan(chunk.min(n_tokens - first), start_pos + first, all_logits)).collect()
+    }
+
+    /// Tokens a chunk of [`Llama::submit`] holds.
+    fn chunk(&self, all_logits: bool) -> u32 {
+        if all_logits {
+            self.logit_rows
+        } else {
+            self.batch
+        }
+    }
+
     /// Dispatches recorded for one decoded token at position 0 (the seed's `dispatchesPerToken`).
     pub fn dispatches_per_token(&self) -> usize {
         self.program.dispatches(&self.plan(1, 0, false)).len()
@@ -404,7 +421,7 @@ impl Llama {
                 (0, self.readback(TOP_K_BYTES))
             }
         };
-        let chunk = if all_logits { self.logit_rows } else { self.batch } as usize;
+        let chunk = self.chunk(all_logits) as usize;
         for (c, part) in tokens.chunks(chunk).enumerate() {
             let first = (c * chunk) as u32;
             let last = first as usize + part.len() == tokens.len();

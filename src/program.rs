@@ -231,11 +231,11 @@ pub struct Builder<'a> {
     /// The per-batch [`Step`] uniform.
     pub step: wgpu::Buffer,
     /// The quantised activations of the integer matrix-vector form ([`Builder::quantized`]).
-    pub quant: Option<crate::quantize::Scratch>,
+    pub quant: Option<crate::reuse::Scratch>,
     /// The buffers the quantised activations are written to ([`Builder::quant_buffers`]).
     pub quant_pool: Vec<(wgpu::Buffer, wgpu::Buffer)>,
     /// The f16 halves of the matrix-unit matmul's activations ([`Builder::halves`]).
-    pub halves: Option<crate::split::Halves>,
+    pub halves: Option<crate::reuse::Halves>,
     /// The buffers they are written to.
     pub halves_pool: Vec<(wgpu::Buffer, wgpu::Buffer)>,
 }

@@ -11,6 +11,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::kernels::{Kernel, PipelineKey};
 use crate::program::{Batch, Builder};
+use crate::reuse::Scratch;
 
 /// Values per quantisation block (one run of 16 weights in the matrix-vector kernel).
 pub const HALF: u32 = 16;
@@ -37,27 +38,6 @@ pub struct QuantizeParams {
     pub norm: u32,
     /// Floats per token row of the input.
     pub x_stride: u32,
-}
-
-/// The builder's quantised activations: one token row, reused by consecutive linear ops that
-/// read the same input (q/k/v after one norm), written by a quantize op or by the linear op
-/// before them (`QOUT`, [`Builder::quantized_by`]).
-pub struct Scratch {
-    /// Integers: per half, its h, m and l digits (3 x 16 bytes).
-    q: wgpu::Buffer,
-    /// Per half: (d, sum) as two f32; after the row's pairs, with `inorm`, the halves' sums of
-    /// squares.
-    s: wgpu::Buffer,
-    /// What they hold: input buffer, norm weights, row stride, values.
-    key: (wgpu::Buffer, Option<wgpu::Buffer>, u32, u32),
-    /// The program length after the last op that read or wrote them (or that
-    /// [`Builder::pass_quantized`] let through): they are reused only by the op right after
-    /// (nothing in between can have written the input).
-    at: usize,
-    /// With a norm, whether they are of the row times its weights, each half with its sum of
-    /// squares of the raw row ([`Builder::quantized_by`]: the matrix-vector kernel divides by the
-    /// RMS, its `INORM`), not of the normalised row (the quantize op).
-    inorm: bool,
 }
 
 impl Builder<'_> {

@@ -8,6 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::kernels::{Kernel, PipelineKey};
 use crate::program::{Batch, Builder};
+use crate::reuse::Halves;
 
 /// `struct P` of `shaders/split.wgsl`.
 #[repr(C)]
@@ -19,18 +20,6 @@ pub struct SplitParams {
     pub x_stride: u32,
     /// Padding.
     pub pad: [u32; 2],
-}
-
-/// The builder's last halves, reused by consecutive linear ops on the same input (q+k and v).
-pub struct Halves {
-    hi: wgpu::Buffer,
-    lo: wgpu::Buffer,
-    /// What they hold: input buffer, row stride, values, and whether they are split only for
-    /// batches that want every token's logits (the output head's).
-    key: (wgpu::Buffer, u32, u32, bool),
-    /// The program length after the last op that read them: they are reused only by the op
-    /// right after (nothing in between can have written the input).
-    at: usize,
 }
 
 /// Values per row of the halves of `cols`-wide activations (the matmul's K step).

@@ -82,3 +82,32 @@ fn run_generate_prints_the_same_ids_as_run() {
     let (ok, out) = cli(&["run", model.to_str().unwrap(), "--tokens", &tokens, "-n", "8", "--temperature", "1", "--seed", "3"]);
     assert!(ok && out.contains("sampled ids: ") && out.contains("generate: 8 ids"), "{out}");
 }
+
+/// `plan` prints the batches a forward runs (the prompt in chunks of the load's batch) and each
+/// batch's dispatches: one output head a batch, attention in every layer, a one-token batch as
+/// many dispatches as `run` reports a token takes; a span past the context is refused.
+#[test]
+fn plan_prints_each_batch_and_its_dispatches() {
+    let model = model_path("stories260K.gguf");
+    let m = model.to_str().unwrap();
+    let (ok, run) = cli(&["run", m, "--tokens", "1", "-n", "1"]);
+    assert!(ok, "{run}");
+    let per_token: usize =
+        run.split(" dispatches per token").next().and_then(|s| s.rsplit(' ').next()).and_then(|n| n.parse().ok()).expect("run reports its dispatches");
+    let (ok, out) = cli(&["plan", m, "--tokens", "1", "--start", "3"]);
+    assert!(ok, "{out}");
+    assert!(out.contains(&format!("batch 0: 1 tokens at position 3, 1 key splits: {per_token} dispatches")), "{out}");
+    let layers = 5; // stories260K
+    let (ok, out) = cli(&["plan", m, "--tokens", "600", "--ctx", "700"]);
+    assert!(ok, "{out}");
+    let batches: Vec<&str> = out.lines().filter(|l| l.starts_with("batch ")).collect();
+    assert_eq!(batches.len(), 2, "{out}");
+    assert!(batches[0].starts_with("batch 0: 512 tokens at position 0") && batches[1].starts_with("batch 1: 88 tokens at position 512"), "{out}");
+    for part in out.split("\nbatch ").skip(1) {
+        let kernels: Vec<&str> = part.lines().skip(1).collect();
+        assert_eq!(kernels.iter().filter(|l| l.trim_start().starts_with("head:")).count(), 1, "one output head a batch: {part}");
+        assert_eq!(kernels.iter().filter(|l| l.trim_start().starts_with("attention")).count(), layers, "{part}");
+    }
+    let (ok, out) = cli(&["plan", m, "--tokens", "10", "--start", "2040"]);
+    assert!(!ok && out.contains("2050"), "past the context: {out}");
+}

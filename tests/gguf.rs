@@ -705,7 +705,7 @@ fn unknown_ggml_types_are_unsupported() {
         let mut r = Raw::header(3, 1, 0);
         r.tensor_info("w", &[256], id, 0).data(32, 1024);
         let err = parse(&r.0).unwrap_err();
-        assert_eq!(err, Error::UnsupportedType { tensor: "w".into(), ggml_type: id });
+        assert_eq!(err, Error::UnsupportedType { tensor: "w".into(), ggml_type: id, name: GgmlType::name_of(id) });
         assert_contains(&err.to_string(), &["tensor w", name, &format!("({id})")]);
     }
 }

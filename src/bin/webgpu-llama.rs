@@ -4,6 +4,7 @@
 //! [--generate [--block K]] [--temperature T --top-k K --top-p P --min-p P --repeat-penalty R
 //! --repeat-window N --seed S]`
 //! `webgpu-llama info MODEL.gguf`
+//! `webgpu-llama plan MODEL.gguf --tokens N [--start P]` (the kernels a forward of N tokens runs)
 //!
 //! Kernel forms: `--switch NAME=BOOL` (the device's policy otherwise); in builds with the cargo
 //! feature `lab`, also `--set KEY=VALUE` (numeric overrides, measuring modes: `--set help`).
@@ -131,6 +132,33 @@ mod cli {
             /// Random seed.
             #[arg(long, default_value_t = 1)]
             seed: u64,
+        },
+        /// Print the kernels a forward of N tokens from position P runs on this device, batch by
+        /// batch: each dispatch's name (as `bench --profile` and `profile()` label it), its grid of
+        /// workgroups and the bytes it moves by the profiler's estimate. Nothing is run.
+        Plan {
+            /// The GGUF file.
+            model: String,
+            /// Tokens of the forward (its prompt chunks run as batches of at most the load's batch).
+            #[arg(long, default_value_t = 1)]
+            tokens: u32,
+            /// The position of its first token.
+            #[arg(long, default_value_t = 0)]
+            start: u32,
+            /// KV-cache length (default min(context_length, 2048)).
+            #[arg(long)]
+            ctx: Option<u32>,
+            /// KV-cache element type: f32, or f16 (half the bytes).
+            #[arg(long, default_value_t = KvType::F32)]
+            kv: KvType,
+            /// Every token's logits (`forward_all`), not only the last one's.
+            #[arg(long)]
+            all_logits: bool,
+            /// Create the device with WebGPU's default limits.
+            #[arg(long)]
+            default_limits: bool,
+            #[command(flatten)]
+            choices: Choices,
         },
         /// Print the metadata, the tensor table and the derived config.
         Info {
@@ -286,6 +314,35 @@ mod cli {
 
     async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         match cli.cmd {
+            Cmd::Plan { model, tokens, start, ctx, kv, all_logits, default_limits, choices } => {
+                if choices.help() {
+                    return Ok(());
+                }
+                let bytes = read(&model)?;
+                let mut gpu = Gpu::native(default_limits).await?;
+                choices.apply(&mut gpu)?;
+                let g = Gguf::parse(bytes.as_slice())?;
+                let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx, kv, ..Default::default() })?;
+                let ids = vec![0u32; tokens as usize];
+                llama.validate(&ids, start)?;
+                println!("adapter: {}", gpu.adapter_info);
+                for (i, batch) in llama.batches(tokens, start, all_logits).iter().enumerate() {
+                    let dispatches = llama.dispatches(batch);
+                    let total: u64 = dispatches.iter().map(|d| d.bytes).sum();
+                    println!(
+                        "batch {i}: {} tokens at position {}, {} key splits: {} dispatches, {total} bytes",
+                        batch.n_tokens,
+                        batch.pos0,
+                        batch.splits,
+                        dispatches.len()
+                    );
+                    for d in &dispatches {
+                        let [x, y, z] = d.grid;
+                        println!("  {:<64} {x:>6} x {y:>4} x {z:>3} {:>12}", d.labelled(), d.bytes);
+                    }
+                }
+                Ok(())
+            }
             Cmd::Info { model } => {
                 let bytes = read(&model)?;
                 let g = Gguf::parse(bytes.as_slice())?;

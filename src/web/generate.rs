@@ -4,8 +4,9 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::api::{describe, get, js_error, object, or_lost, position_from_js, tokens_from_js, WebLlama};
+use super::api::{js_error, or_lost, position_from_js, tokens_from_js, WebLlama};
 use super::glue;
+use super::js::{describe, get, object};
 use super::promise::spawn;
 use crate::error::Error;
 #[cfg(doc)]

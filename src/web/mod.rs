@@ -6,6 +6,7 @@
 //! * [`adopt`]: wgpu wraps the host page's own `GPUDevice` (checked with `Object.is`).
 //! * [`source`]: the GGUF as a JS `ArrayBuffer`, `Blob` or stream; tensors go from it to GPU
 //!   buffers window by window.
+//! * [`js`]: plain JS values: described for error messages, read, built.
 //! * [`glue`]: JS helpers: the `DeviceLostError` class, reading Blobs and streams, yielding.
 //! * [`promise`]: promises handed to JS, and the panic hook (log, reject pending promises, free
 //!   GPU buffers, reset the wasm instance before the next call).
@@ -16,6 +17,7 @@ pub mod adopt;
 pub mod api;
 pub mod generate;
 pub mod glue;
+pub mod js;
 pub mod promise;
 pub mod source;
 

@@ -67,7 +67,7 @@ impl JsBytes {
         }
         Err(Error::InvalidType(format!(
             "expected the GGUF file as an ArrayBuffer, a typed array, a Blob/File, a Response or a ReadableStream, got {}",
-            super::api::describe(value)
+            super::js::describe(value)
         )))
     }
 
@@ -90,7 +90,7 @@ impl ByteSource for JsBytes {
             return Ok(());
         }
         let view = ByteView::new(&self.buffer, (self.start + offset) as f64, buf.len() as f64)
-            .map_err(|e| Error::Input(format!("reading the GGUF's ArrayBuffer failed: {}", super::api::describe(&e))))?;
+            .map_err(|e| Error::Input(format!("reading the GGUF's ArrayBuffer failed: {}", super::js::describe(&e))))?;
         view.unchecked_into::<js_sys::Uint8Array>().copy_to(buf);
         Ok(())
     }
@@ -122,7 +122,7 @@ pub enum Source {
 }
 
 fn js_failure(what: &str, e: &JsValue) -> Error {
-    Error::Gpu(format!("{what}: {}", super::api::describe_error(e)))
+    Error::Gpu(format!("{what}: {}", super::js::describe_error(e)))
 }
 
 impl Source {
@@ -140,7 +140,7 @@ impl Source {
             kind @ ("response" | "stream") => {
                 let (stream, len) = if kind == "response" {
                     let body = glue::response_body(value).map_err(|e| stream_error("the Response", &e))?;
-                    (super::api::get(&body, "stream"), super::api::get(&body, "length").as_f64().unwrap_or(-1.0))
+                    (super::js::get(&body, "stream"), super::js::get(&body, "length").as_f64().unwrap_or(-1.0))
                 } else {
                     (value.clone(), -1.0)
                 };
@@ -181,7 +181,7 @@ impl Source {
             Source::Buffer(b) => Ok((b.buffer.clone().unchecked_into(), b.start + start)),
             Source::Blob { blob, .. } => {
                 let ab = glue::blob_range(blob, start as f64, end as f64).await.map_err(|e| stream_error("reading the Blob", &e))?;
-                let got = super::api::get(&ab, "byteLength").as_f64().unwrap_or(0.0) as u64;
+                let got = super::js::get(&ab, "byteLength").as_f64().unwrap_or(0.0) as u64;
                 if got != end - start {
                     return Err(truncated());
                 }
@@ -189,12 +189,12 @@ impl Source {
             }
             Source::Stream { reader, .. } => {
                 let r = reader.range(start as f64, end as f64).await.map_err(|e| stream_error("reading the stream", &e))?;
-                if let Some(ended) = super::api::get(&r, "ended").as_f64() {
+                if let Some(ended) = super::js::get(&r, "ended").as_f64() {
                     let what = format!("{what} (the stream ended after {ended} of its {} bytes)", self.len());
                     return Err(Error::Truncated { what, at: start, need: end - start, len: ended as u64 });
                 }
-                let offset = super::api::get(&r, "offset").as_f64().unwrap_or(0.0) as u64;
-                Ok((super::api::get(&r, "buffer").unchecked_into(), offset))
+                let offset = super::js::get(&r, "offset").as_f64().unwrap_or(0.0) as u64;
+                Ok((super::js::get(&r, "buffer").unchecked_into(), offset))
             }
         }
     }
@@ -209,7 +209,7 @@ impl Source {
 
 fn stream_error(what: &str, e: &JsValue) -> Error {
     if e.is_instance_of::<js_sys::TypeError>() {
-        return Error::InvalidType(super::api::describe_error(e));
+        return Error::InvalidType(super::js::describe_error(e));
     }
     js_failure(what, e)
 }
