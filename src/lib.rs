@@ -55,6 +55,7 @@ pub mod llama;
 pub mod moe;
 pub mod oneshot;
 pub mod ops;
+pub mod plan;
 pub mod probe;
 pub mod program;
 pub mod quantize;
