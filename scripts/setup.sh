@@ -4,7 +4,8 @@
 # at the wrong version, so a second run takes seconds. Versions: ../shared/TOOLCHAIN.md.
 #
 #   apt:   mesa-vulkan-drivers libvulkan1 (lavapipe), chromium chromium-driver (headless WebGPU)
-#   rust:  wasm32-unknown-unknown target, wasm-bindgen-cli 0.2.130, wasm-pack 0.15.1
+#   rust:  wasm32-unknown-unknown target, wasm-bindgen-cli 0.2.130, wasm-pack 0.15.1, nightly
+#          toolchain and cargo-fuzz 0.13.2 (scripts/fuzz.sh)
 #   npm:   npm ci / npm install when node_modules is missing or older than the lockfile
 #   data:  scripts/fetch-models.sh (models into .models/)
 set -euo pipefail
@@ -14,6 +15,7 @@ cd "$ROOT"
 
 WASM_BINDGEN_VERSION="0.2.130"
 WASM_PACK_VERSION="0.15.1"
+CARGO_FUZZ_VERSION="0.13.2"
 APT_PACKAGES=(mesa-vulkan-drivers libvulkan1 chromium chromium-driver)
 
 START=$SECONDS
@@ -93,6 +95,20 @@ if [[ "$(tool_version wasm-pack)" == "wasm-pack $WASM_PACK_VERSION" ]]; then
 else
     log "cargo install wasm-pack --version $WASM_PACK_VERSION (~7 min on 2 cores)"
     cargo install wasm-pack --version "$WASM_PACK_VERSION" --force
+fi
+
+# Fuzzing (scripts/fuzz.sh, part of scripts/test.sh): libFuzzer through cargo-fuzz, on nightly Rust.
+if rustup toolchain list | grep -q '^nightly'; then
+    log "rust toolchain nightly present"
+else
+    log "rustup toolchain install nightly --profile minimal"
+    rustup toolchain install nightly --profile minimal
+fi
+if [[ "$(tool_version cargo-fuzz)" == "cargo-fuzz $CARGO_FUZZ_VERSION" ]]; then
+    log "cargo-fuzz $CARGO_FUZZ_VERSION present"
+else
+    log "cargo install cargo-fuzz --version $CARGO_FUZZ_VERSION --locked (~2 min on 2 cores)"
+    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked --force
 fi
 
 # --- npm -------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command: every native test (lavapipe), then the browser tests (headless
+# The project's test command: every native test (lavapipe), a short fuzz run of the file-input
+# targets (scripts/fuzz.sh), then the browser tests (headless
 # Chromium with WebGPU on SwiftShader) when scripts/test-web.sh exists. Needs ../shared beside the
 # checkout and the models from scripts/fetch-models.sh (scripts/setup.sh installs everything).
 set -euo pipefail
@@ -41,6 +42,9 @@ echo "== the wide one-token attention again at 16 lanes (lavapipe at 512 bits): 
 LP_NATIVE_VECTOR_WIDTH=512 WEBGPU_LLAMA_EXPECT_LANES=16 cargo test --features lab --test kernels wide_decode_attention -- --nocapture 2>&1 | tee /tmp/webgpu-llama-lanes16.log
 grep -q "head dim 64: 16 lanes, subgroups own their keys" /tmp/webgpu-llama-lanes16.log \
     || { echo "ERROR: the 16-lane run did not take the owned form at head dim 64" >&2; exit 1; }
+
+echo "== fuzz: each target 5 s (scripts/fuzz.sh: GGUF parser, config, load plan; fails if cargo-fuzz or nightly is missing)"
+bash scripts/fuzz.sh 5
 
 web_pass=0
 if [[ -x scripts/test-web.sh ]]; then

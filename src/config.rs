@@ -2,8 +2,10 @@
 //!
 //! Defaults follow the seed module (and llama.cpp's `llm_load_hparams`): KV heads = heads, RoPE
 //! base 10000, vocab from `llama.vocab_size`, else the tokenizer's token count, else the token
-//! embedding's largest dim. Old GGUFs record 2-D dims as [out, in], so shapes are checked by element
-//! count against the metadata, never by dims order. Per-layer keys (`head_count`,
+//! embedding's largest dim. Every tensor's dims are checked against the ones the config implies, in
+//! ggml's `ne` order (innermost first, as llama.cpp's `create_tensor` checks them): a matrix of
+//! `rows` outputs over `cols` inputs is `[cols, rows]`, so a tensor whose dims are swapped is
+//! rejected even when its element count matches ([`Config::expected_tensors`]). Per-layer keys (`head_count`,
 //! `head_count_kv`, `feed_forward_length`) may be arrays of one value per layer, as llama.cpp
 //! reads them; their values must then be equal.
 
@@ -198,6 +200,7 @@ impl Config {
         if head_dim == 0 || head_dim % 2 != 0 || n_rot % 2 != 0 || n_rot > head_dim {
             return Err(Error::Config(format!("head dim {head_dim} must be even and rope dims {n_rot} even and at most it")));
         }
+        check_widths(n_heads, n_kv_heads, head_dim)?;
         if eps.is_nan() || eps <= 0.0 || theta.is_nan() || theta <= 0.0 {
             return Err(Error::Config(format!("eps {eps} and rope base {theta} must be positive")));
         }
@@ -248,6 +251,10 @@ impl Config {
         if ff == 0 {
             return Err(Error::Config("feed-forward length is 0".into()));
         }
+        // The gate|up activations hold 2 * top-k * ff floats a token (2 * ff dense), as a u32.
+        if 2 * topk.max(1) as u64 * ff as u64 > u32::MAX as u64 {
+            return Err(Error::Config(format!("feed-forward length {ff} (x {} experts used, x 2 for gate and up) exceeds 2^32", topk.max(1))));
+        }
         let ctx = ctx.unwrap_or_else(|| train_ctx.min(DEFAULT_MAX_CTX));
         if ctx == 0 {
             return Err(Error::Config("context length must be at least 1".into()));
@@ -291,49 +298,101 @@ impl Config {
         self.experts > 0
     }
 
-    /// Every tensor the forward pass reads, with the element count the config implies.
-    pub fn expected_tensors(&self) -> Vec<(String, u64)> {
-        let (d, q, kv, ff, e) = (self.d as u64, self.q_dim() as u64, self.kv_dim() as u64, self.ff as u64, self.experts as u64);
-        let mut t = vec![("token_embd.weight".to_string(), self.vocab as u64 * d), ("output_norm.weight".into(), d)];
-        if !self.tied_output {
-            t.push(("output.weight".into(), self.vocab as u64 * d));
-        }
-        if self.has_rope_freqs {
-            t.push(("rope_freqs.weight".into(), self.n_rot as u64 / 2));
-        }
+    /// Every tensor the forward pass reads, with the dims the config implies in ggml's `ne` order
+    /// (innermost first: a matrix of `rows` outputs over `cols` inputs is `[cols, rows]`, an
+    /// expert stack `[cols, rows, experts]`), as llama.cpp's `llm_build_llama` creates them.
+    pub fn expected_tensors(&self) -> Vec<(String, Vec<u64>)> {
+        let mut t: Vec<(String, Vec<u64>)> = self.global_tensors().into_iter().map(|(n, dims, _)| (n, dims)).collect();
         for l in 0..self.n_layers {
-            let b = |s: &str| format!("blk.{l}.{s}.weight");
-            t.push((b("attn_norm"), d));
-            t.push((b("attn_q"), q * d));
-            t.push((b("attn_k"), kv * d));
-            t.push((b("attn_v"), kv * d));
-            t.push((b("attn_output"), d * q));
-            t.push((b("ffn_norm"), d));
-            if self.is_moe() {
-                t.push((b("ffn_gate_inp"), e * d));
-                t.push((b("ffn_gate_exps"), e * ff * d));
-                t.push((b("ffn_up_exps"), e * ff * d));
-                t.push((b("ffn_down_exps"), e * d * ff));
-            } else {
-                t.push((b("ffn_gate"), ff * d));
-                t.push((b("ffn_up"), ff * d));
-                t.push((b("ffn_down"), d * ff));
-            }
+            t.extend(self.layer_tensors(l).into_iter().map(|(n, dims, _)| (n, dims)));
         }
         t
     }
 
+    /// The tensors outside the blocks: name, dims, and what the dims are (for messages).
+    fn global_tensors(&self) -> Vec<(String, Vec<u64>, &'static str)> {
+        let (d, vocab) = (self.d as u64, self.vocab as u64);
+        let mut t = vec![("token_embd.weight".to_string(), vec![d, vocab], "n_embd, vocab"), ("output_norm.weight".into(), vec![d], "n_embd")];
+        if !self.tied_output {
+            t.push(("output.weight".into(), vec![d, vocab], "n_embd, vocab"));
+        }
+        if self.has_rope_freqs {
+            t.push(("rope_freqs.weight".into(), vec![self.n_rot as u64 / 2], "n_rot / 2"));
+        }
+        t
+    }
+
+    /// The tensors of block `l`: name, dims, and what the dims are (for messages).
+    fn layer_tensors(&self, l: u32) -> Vec<(String, Vec<u64>, &'static str)> {
+        let (d, q, kv, ff, e) = (self.d as u64, self.q_dim() as u64, self.kv_dim() as u64, self.ff as u64, self.experts as u64);
+        let b = |s: &str| format!("blk.{l}.{s}.weight");
+        let mut t = vec![
+            (b("attn_norm"), vec![d], "n_embd"),
+            (b("attn_q"), vec![d, q], "n_embd, n_head * head_dim"),
+            (b("attn_k"), vec![d, kv], "n_embd, n_head_kv * head_dim"),
+            (b("attn_v"), vec![d, kv], "n_embd, n_head_kv * head_dim"),
+            (b("attn_output"), vec![q, d], "n_head * head_dim, n_embd"),
+            (b("ffn_norm"), vec![d], "n_embd"),
+        ];
+        if self.is_moe() {
+            t.push((b("ffn_gate_inp"), vec![d, e], "n_embd, n_expert"));
+            t.push((b("ffn_gate_exps"), vec![d, ff, e], "n_embd, n_ff_exp, n_expert"));
+            t.push((b("ffn_up_exps"), vec![d, ff, e], "n_embd, n_ff_exp, n_expert"));
+            t.push((b("ffn_down_exps"), vec![ff, d, e], "n_ff_exp, n_embd, n_expert"));
+        } else {
+            t.push((b("ffn_gate"), vec![d, ff], "n_embd, n_ff"));
+            t.push((b("ffn_up"), vec![d, ff], "n_embd, n_ff"));
+            t.push((b("ffn_down"), vec![ff, d], "n_ff, n_embd"));
+        }
+        t
+    }
+
+    /// Checks every tensor the config needs against the file, block by block, stopping at the
+    /// first missing or misshapen one (so a `block_count` far beyond the file's tensors fails at
+    /// the first absent block, without listing them all).
     fn check_tensors(&self, g: &Gguf) -> Result<()> {
-        for (name, n) in self.expected_tensors() {
-            let t = g.tensor(&name).ok_or_else(|| Error::MissingTensor(name.clone()))?;
-            if t.n_elements != n {
-                return Err(Error::TensorShape {
-                    tensor: name,
-                    expected: format!("{n} elements"),
-                    found: format!("{} elements (dims {:?})", t.n_elements, t.dims),
-                });
+        for (name, dims, what) in self.global_tensors() {
+            check_dims(g, &name, &dims, what)?;
+        }
+        for l in 0..self.n_layers {
+            for (name, dims, what) in self.layer_tensors(l) {
+                check_dims(g, &name, &dims, what)?;
             }
         }
         Ok(())
     }
+}
+
+/// Query, key/value and the fused `[q | k | v]` widths must fit the u32 the kernels index with.
+fn check_widths(n_heads: u32, n_kv_heads: u32, head_dim: u32) -> Result<()> {
+    let (q, kv) = (n_heads as u64 * head_dim as u64, n_kv_heads as u64 * head_dim as u64);
+    if q + 2 * kv > u32::MAX as u64 {
+        return Err(Error::Config(format!("{n_heads} query and {n_kv_heads} KV heads of {head_dim} dims: the q|k|v width {} exceeds 2^32", q + 2 * kv)));
+    }
+    Ok(())
+}
+
+/// `dims` without trailing 1s (ggml pads every tensor to 4 dims with 1s; a writer may record
+/// some of them), at least one kept.
+fn trimmed(dims: &[u64]) -> &[u64] {
+    let n = dims.iter().rposition(|&x| x != 1).map_or(1, |i| i + 1);
+    &dims[..n.min(dims.len())]
+}
+
+/// Fails unless tensor `name` is present with dims `want` (trailing 1s aside).
+///
+/// # Errors
+/// [`Error::MissingTensor`]; [`Error::TensorShape`] naming the tensor, its dims and the expected
+/// ones with their meaning (`what`), e.g. `tensor blk.0.attn_q.weight has dims [128, 64],
+/// expected dims [64, 128] (n_embd, n_head * head_dim; ggml order, innermost first)`.
+fn check_dims(g: &Gguf, name: &str, want: &[u64], what: &str) -> Result<()> {
+    let t = g.tensor(name).ok_or_else(|| Error::MissingTensor(name.to_string()))?;
+    if trimmed(&t.dims) != trimmed(want) {
+        return Err(Error::TensorShape {
+            tensor: name.to_string(),
+            expected: format!("dims {want:?} ({what}; ggml order, innermost first)"),
+            found: format!("dims {:?}", t.dims),
+        });
+    }
+    Ok(())
 }

@@ -36,6 +36,8 @@ const MIN_KV_BYTES: u64 = 8 + 4 + 1;
 const MIN_TENSOR_INFO_BYTES: u64 = 8 + 4 + 4 + 8;
 /// Bytes the reader fetches from the source at once, so small fields cost no source call each.
 const WINDOW: u64 = 64 * 1024;
+/// Most bytes of a string read (and allocated) at once: a longer one grows as it is read.
+const STRING_CHUNK: usize = 1 << 20;
 
 /// Random-access bytes: a slice, a memory map, or (in the browser) a JS `ArrayBuffer`.
 pub trait ByteSource {
@@ -255,12 +257,21 @@ impl<'a, S: ByteSource + ?Sized> Reader<'a, S> {
     }
 
     /// A u64 length then that many UTF-8 bytes.
+    ///
+    /// The bytes are read [`STRING_CHUNK`] at a time and the string grows as they arrive, so the
+    /// memory taken is bounded by the bytes actually read, not by the length field: a source that
+    /// reports a large file but serves only its head (the browser's streamed header, see
+    /// `web::source::Planned`) fails at the end of what it has before a huge length is allocated.
     fn string(&mut self, what: What) -> Result<String> {
         let n = self.u64(what)?;
         self.need(n, what)?;
         let n = usize::try_from(n).map_err(|_| Error::Malformed(format!("{}: a {n}-byte string does not fit in memory", what())))?;
-        let mut buf = vec![0u8; n];
-        self.fill(&mut buf)?;
+        let mut buf = Vec::with_capacity(n.min(STRING_CHUNK));
+        while buf.len() < n {
+            let start = buf.len();
+            buf.resize(start + (n - start).min(STRING_CHUNK), 0);
+            self.fill(&mut buf[start..])?;
+        }
         String::from_utf8(buf).map_err(|e| Error::Malformed(format!("{} is not valid UTF-8 ({e})", what())))
     }
 }

@@ -80,6 +80,7 @@ pub mod moe;
 pub mod oneshot;
 pub mod ops;
 pub mod pipelines;
+pub mod plan;
 pub mod policy;
 pub mod probe;
 pub mod program;

@@ -13,6 +13,7 @@ use crate::gguf::Gguf;
 use crate::gpu::Gpu;
 use crate::inputs::StepInputs;
 use crate::linear::{quant_out, Fuse, Io, QuantNext, MATVEC_TOKENS};
+use crate::plan::{LoadPlan, PlanOptions};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
 use crate::sample::Picker;
 use crate::topk::TopK;
@@ -20,8 +21,7 @@ use crate::weights::{Ffn, Progress, TensorSource, Weights};
 
 mod generate;
 
-/// Default tokens per batch (prefill chunk).
-pub const DEFAULT_BATCH: u32 = 512;
+pub use crate::plan::DEFAULT_BATCH;
 /// The logits of every token are computed in chunks whose logits fit this many bytes.
 const ALL_LOGITS_BYTES: u64 = 8 << 20;
 
@@ -112,12 +112,6 @@ struct Prepared {
     readback: wgpu::Buffer,
 }
 
-/// Largest per-token activation row in floats (to size the batch so each buffer fits a binding).
-fn widest_row(cfg: &Config) -> u64 {
-    let ffw = if cfg.is_moe() { cfg.topk * cfg.ff } else { cfg.ff } as u64;
-    [cfg.d as u64, (cfg.q_dim() + 2 * cfg.kv_dim()) as u64, 2 * ffw, cfg.experts as u64].into_iter().max().unwrap_or(1)
-}
-
 impl Llama {
     /// Parses nothing itself: takes a parsed GGUF and its bytes, validates the config, uploads the
     /// weights, allocates the KV cache and activations, and records the forward program. Its
@@ -125,22 +119,17 @@ impl Llama {
     /// so a kernel the device rejects fails that `forward` (and every later one that runs it)
     /// with [`Error::Gpu`], not the load.
     ///
-    /// Errors: any [`Config::from_gguf`] error, [`Error::TooLarge`] when a row, an expert stack or
-    /// the KV cache exceeds one storage binding, [`Error::Gpu`] when the device rejects an
-    /// allocation, [`Error::Input`] for switches or knobs the device cannot run
-    /// ([`crate::policy::check`]).
+    /// Errors: any [`LoadPlan::new`] error, decided before anything is uploaded (the config's, or
+    /// [`Error::TooLarge`] when a row, an expert stack or the KV cache exceeds one storage
+    /// binding), [`Error::Gpu`] when the device rejects an allocation, [`Error::Input`] for
+    /// switches or knobs the device cannot run ([`crate::policy::check`]).
     pub fn load(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: LoadOptions<'_>) -> Result<Llama> {
         crate::policy::check(gpu)?;
-        let cfg = Config { kv: opts.kv, ..Config::from_gguf(g, opts.ctx)? };
+        // Decided from the header before any upload, so that a refused load leaves nothing behind.
+        let plan = LoadPlan::new(g, PlanOptions { ctx: opts.ctx, batch: opts.batch, kv: opts.kv, max_binding: gpu.max_binding() })?;
+        let (cfg, kv_bytes, batch) = (plan.config, plan.kv_bytes, plan.batch);
         let mut no_progress = |_: &Progress| {};
         let progress = opts.progress.unwrap_or(&mut no_progress);
-        // Checked before any upload, so that a refused load leaves nothing behind.
-        let kv_bytes = (cfg.ctx as u64 * cfg.kv_dim() as u64 * cfg.kv.bytes() as u64).next_multiple_of(16);
-        if kv_bytes > gpu.max_binding() {
-            return Err(Error::TooLarge { tensor: "KV cache".into(), bytes: kv_bytes, limit: gpu.max_binding(), limit_name: "maxStorageBufferBindingSize" });
-        }
-        let row_bytes = widest_row(&cfg) * 4;
-        let batch = opts.batch.unwrap_or(DEFAULT_BATCH).clamp(1, cfg.ctx).min((gpu.max_binding() / row_bytes).max(1) as u32);
         let mut weights = Weights::load(gpu, g, src, &cfg, progress)?;
         let mut b = Builder::new(gpu);
         for r in std::mem::take(&mut weights.repacks) {

@@ -65,7 +65,8 @@ impl Reference {
     /// Dequantises every tensor the config needs.
     pub fn load(g: &Gguf, src: &(impl ByteSource + ?Sized), cfg: &Config) -> Result<Reference> {
         let mut t = std::collections::HashMap::new();
-        for (name, n) in cfg.expected_tensors() {
+        for (name, dims) in cfg.expected_tensors() {
+            let n: u64 = dims.iter().product();
             let info = g.tensor(&name).ok_or_else(|| Error::MissingTensor(name.clone()))?;
             let mut raw = vec![0u8; info.n_bytes as usize];
             src.read_at(info.offset, &mut raw)?;

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::ggml::{self, GgmlType};
 use crate::gguf::{ByteSource, Gguf, TensorInfo};
 use crate::gpu::Gpu;
+use crate::plan::MAX_EXPERT_ROWS;
 use crate::repack::{regrouped, Repack};
 
 /// Bytes of raw tensor data handled per CPU transform step (bounds the scratch memory).
@@ -227,7 +228,7 @@ pub(crate) struct Loader<'a> {
 /// Bytes of the buffer for `bytes` bytes of stored weights: one spare word that the kernels'
 /// unaligned loads may read (and discard), rounded up to a multiple of 16 as every storage
 /// buffer ([`Gpu::storage`]).
-fn padded(bytes: u64) -> u64 {
+pub(crate) fn padded(bytes: u64) -> u64 {
     (bytes + 4).next_multiple_of(16)
 }
 
@@ -357,9 +358,8 @@ impl<'a> Loader<'a> {
     /// An expert stack `[experts][rows][cols]` of type `ty` at `offset`, split by whole experts.
     pub(crate) fn experts(&mut self, name: &str, ty: GgmlType, offset: u64, experts: u32, rows: u32, cols: u32) -> Result<Experts> {
         let row_bytes = row_bytes(name, ty, cols)?;
-        if rows > 65535 {
-            // matvec_exp and moe_down dispatch a workgroup per 64 / TPR rows in x (at most 65535).
-            return Err(Error::Config(format!("{name}: {rows} rows per expert; the expert kernels handle at most 65535")));
+        if rows > MAX_EXPERT_ROWS {
+            return Err(Error::Config(format!("{name}: {rows} rows per expert; the expert kernels handle at most {MAX_EXPERT_ROWS}")));
         }
         let parts = self.parts(name, "experts ", format!("{name} (one expert)"), offset, experts, rows as u64 * row_bytes)?;
         let parts: Vec<ExpertPart> = parts.into_iter().map(|(expert_start, experts, buffer)| ExpertPart { expert_start, experts, buffer }).collect();
@@ -381,7 +381,7 @@ impl Drop for Loader<'_> {
 }
 
 /// Bytes of one stored row of `cols` weights of type `ty`.
-fn row_bytes(name: &str, ty: GgmlType, cols: u32) -> Result<u64> {
+pub(crate) fn row_bytes(name: &str, ty: GgmlType, cols: u32) -> Result<u64> {
     ty.tensor_bytes(cols as u64).filter(|_| cols > 0).ok_or_else(|| bad_cols(name, ty, cols as u64))
 }
 

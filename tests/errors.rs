@@ -16,7 +16,7 @@ fn tiny(kv: &[(&str, Value)], drop: &str) -> Vec<u8> {
     tiny_with(kv, drop, &[])
 }
 
-/// [`tiny`] plus `extra` F32 tensors.
+/// [`tiny`] plus `extra` F32 tensors (replacing those of the same name).
 fn tiny_with(kv: &[(&str, Value)], drop: &str, extra: &[(&str, &[u64])]) -> Vec<u8> {
     let mut meta: Vec<(String, Value)> = vec![
         ("general.architecture".into(), Value::Str("llama".into())),
@@ -37,11 +37,15 @@ fn tiny_with(kv: &[(&str, Value)], drop: &str, extra: &[(&str, &[u64])]) -> Vec<
     for (k, v) in meta {
         w.kv(&k, v);
     }
+    let mut put = |name: &str, dims: &[u64]| {
+        let n: u64 = dims.iter().product();
+        let vals: Vec<f32> = (0..n).map(|i| ((i * 37 % 11) as f32 - 5.0) / 10.0).collect();
+        w.tensor(name, dims, GgmlType::F32, bytemuck::cast_slice(&vals).to_vec());
+    };
+    // An extra of a base tensor's name replaces it (the same tensor in another shape).
     let mut t = |name: &str, dims: &[u64]| {
-        if name != drop {
-            let n: u64 = dims.iter().product();
-            let vals: Vec<f32> = (0..n).map(|i| ((i * 37 % 11) as f32 - 5.0) / 10.0).collect();
-            w.tensor(name, dims, GgmlType::F32, bytemuck::cast_slice(&vals).to_vec());
+        if name != drop && !extra.iter().any(|(n, _)| *n == name) {
+            put(name, dims);
         }
     };
     t("token_embd.weight", &[8, 10]);
@@ -57,7 +61,7 @@ fn tiny_with(kv: &[(&str, Value)], drop: &str, extra: &[(&str, &[u64])]) -> Vec<
     t("blk.0.ffn_up.weight", &[8, 16]);
     t("blk.0.ffn_down.weight", &[16, 8]);
     for (name, dims) in extra {
-        t(name, dims);
+        put(name, dims);
     }
     w.to_bytes()
 }
@@ -265,4 +269,88 @@ fn not_a_gguf_and_truncated() {
     let cut = &bytes[..bytes.len() - 10];
     let e = Gguf::parse(cut).unwrap_err();
     assert!(e.to_string().contains("outside the file") || e.to_string().contains("truncated"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata honesty: dims, not only element counts
+
+/// The error of [`tiny_with`] where `name` has `dims` instead of its own.
+fn reshaped_err(kv: &[(&str, Value)], name: &str, dims: &[u64], extra: &[(&str, &[u64])]) -> Error {
+    let mut all = extra.to_vec();
+    all.push((name, dims));
+    config_err(&tiny_with(kv, "", &all))
+}
+
+#[test]
+fn swapped_dims_with_the_right_element_count_are_rejected_naming_both() {
+    // tiny: d 8, q 8, kv 4 (1 KV head of 4), ff 16, vocab 10; ggml order, innermost first.
+    for (name, swapped, expected) in [
+        ("token_embd.weight", [10u64, 8], "dims [8, 10] (n_embd, vocab"),
+        ("output.weight", [10, 8], "dims [8, 10] (n_embd, vocab"),
+        ("blk.0.attn_k.weight", [4, 8], "dims [8, 4] (n_embd, n_head_kv * head_dim"),
+        ("blk.0.attn_v.weight", [4, 8], "dims [8, 4] (n_embd, n_head_kv * head_dim"),
+        ("blk.0.ffn_gate.weight", [16, 8], "dims [8, 16] (n_embd, n_ff"),
+        ("blk.0.ffn_up.weight", [16, 8], "dims [8, 16] (n_embd, n_ff"),
+        ("blk.0.ffn_down.weight", [8, 16], "dims [16, 8] (n_ff, n_embd"),
+    ] {
+        let e = reshaped_err(&[], name, &swapped, &[]);
+        assert!(matches!(&e, Error::TensorShape { tensor, .. } if tensor == name), "{name}: {e}");
+        let msg = e.to_string();
+        assert!(msg.contains(&format!("tensor {name} has dims {swapped:?}, expected {expected}")), "{msg}");
+    }
+    // q and the output projection are square here: a query width of 16 (4 heads of 4) makes them not.
+    let kv = [("llama.attention.head_count", Value::U32(4)), ("llama.attention.key_length", Value::U32(4))];
+    let q_ok: [(&str, &[u64]); 1] = [("blk.0.attn_output.weight", &[16, 8])];
+    let e = reshaped_err(&kv, "blk.0.attn_q.weight", &[16, 8], &q_ok);
+    assert!(e.to_string().contains("tensor blk.0.attn_q.weight has dims [16, 8], expected dims [8, 16] (n_embd, n_head * head_dim"), "{e}");
+    let q_ok: [(&str, &[u64]); 1] = [("blk.0.attn_q.weight", &[8, 16])];
+    let e = reshaped_err(&kv, "blk.0.attn_output.weight", &[8, 16], &q_ok);
+    assert!(e.to_string().contains("tensor blk.0.attn_output.weight has dims [8, 16], expected dims [16, 8] (n_head * head_dim, n_embd"), "{e}");
+}
+
+#[test]
+fn norms_and_expert_stacks_are_checked_by_dims() {
+    let e = reshaped_err(&[], "blk.0.attn_norm.weight", &[2, 4], &[]);
+    assert!(e.to_string().contains("tensor blk.0.attn_norm.weight has dims [2, 4], expected dims [8] (n_embd"), "{e}");
+    let e = reshaped_err(&[], "output_norm.weight", &[4, 2], &[]);
+    assert!(matches!(&e, Error::TensorShape { tensor, .. } if tensor == "output_norm.weight"), "{e}");
+    // Trailing 1s are ggml's padding, not a different shape.
+    Config::from_gguf(&Gguf::parse(tiny_with(&[], "", &[("output_norm.weight", &[8, 1])]).as_slice()).unwrap(), None).unwrap();
+
+    // MoE: 4 experts of ff 16; the stacks are [d, ff, E], [d, ff, E], [ff, d, E].
+    let kv = [("llama.expert_count", Value::U32(4)), ("llama.expert_used_count", Value::U32(2)), ("llama.expert_feed_forward_length", Value::U32(16))];
+    let stacks: [(&str, &[u64]); 4] = [
+        ("blk.0.ffn_gate_inp.weight", &[8, 4]),
+        ("blk.0.ffn_gate_exps.weight", &[8, 16, 4]),
+        ("blk.0.ffn_up_exps.weight", &[8, 16, 4]),
+        ("blk.0.ffn_down_exps.weight", &[16, 8, 4]),
+    ];
+    Config::from_gguf(&Gguf::parse(tiny_with(&kv, "", &stacks).as_slice()).unwrap(), None).unwrap();
+    for (i, bad, expected) in [
+        (0usize, [4u64, 8].as_slice(), "dims [8, 4] (n_embd, n_expert"),
+        (1, &[16, 8, 4], "dims [8, 16, 4] (n_embd, n_ff_exp, n_expert"),
+        (2, &[8, 4, 16], "dims [8, 16, 4] (n_embd, n_ff_exp, n_expert"),
+        (3, &[8, 16, 4], "dims [16, 8, 4] (n_ff_exp, n_embd, n_expert"),
+    ] {
+        let name = stacks[i].0;
+        let others: Vec<(&str, &[u64])> = stacks.iter().copied().filter(|(n, _)| *n != name).collect();
+        let e = reshaped_err(&kv, name, bad, &others);
+        assert!(e.to_string().contains(&format!("tensor {name} has dims {bad:?}, expected {expected}")), "{e}");
+    }
+}
+
+#[test]
+fn counts_and_widths_beyond_the_file_fail_fast_with_config_errors() {
+    // A block count of 2^32 - 1 in a one-block file: the first absent block is named, without
+    // listing 4 billion blocks' tensors first.
+    let t = std::time::Instant::now();
+    let e = config_err(&tiny(&[("llama.block_count", Value::U32(u32::MAX))], ""));
+    assert_eq!(e, Error::MissingTensor("blk.1.attn_norm.weight".into()));
+    assert!(t.elapsed().as_secs_f64() < 1.0, "took {:?}", t.elapsed());
+    // 65536 heads of 65536 dims: a query width of 2^32 overflowed the u32 widths (a panic in a
+    // debug build) before it was checked.
+    let e = config_err(&tiny(&[("llama.attention.head_count", Value::U32(65536)), ("llama.attention.key_length", Value::U32(65536))], ""));
+    assert!(matches!(e, Error::Config(_)) && e.to_string().contains("q|k|v width") && e.to_string().contains("exceeds 2^32"), "{e}");
+    let e = config_err(&tiny(&[("llama.feed_forward_length", Value::U32(1 << 31))], ""));
+    assert!(matches!(e, Error::Config(_)) && e.to_string().contains("feed-forward length 2147483648"), "{e}");
 }

@@ -537,6 +537,67 @@ fn huge_string_lengths_are_rejected() {
     }
 }
 
+/// The head of a file that claims `len` bytes, as the browser's streamed header is: reads past
+/// the head fail, as [`HeadThenZeros`] would not.
+struct HeadOfLargeFile {
+    head: Vec<u8>,
+    len: u64,
+}
+
+impl ByteSource for HeadOfLargeFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> webgpu_llama::error::Result<()> {
+        let have = self.head.len() as u64;
+        if offset >= have {
+            return Err(Error::Truncated { what: "read past the head".into(), at: offset, need: buf.len() as u64, len: have });
+        }
+        let n = ((have - offset) as usize).min(buf.len());
+        buf[..n].copy_from_slice(&self.head[offset as usize..offset as usize + n]);
+        buf[n..].fill(0);
+        Ok(())
+    }
+}
+
+#[test]
+fn huge_lengths_in_a_large_file_fail_where_the_bytes_end_without_allocating_them() {
+    // A 1 TiB file of which only the head is at hand: a key, a string value, a tensor name and
+    // an array whose lengths fit the file but not memory. Before the string reader read in
+    // windows, the 512 GiB string was allocated whole (an abort, not an error).
+    let len = 1u64 << 40;
+    let cases: [(&str, Raw); 4] = [
+        ("metadata key 0 name", {
+            let mut r = Raw::header(3, 0, 1);
+            r.u64(1 << 39).data(8, 100);
+            r
+        }),
+        ("metadata key 0 (\"k\") value", {
+            let mut r = Raw::header(3, 0, 1);
+            r.str("k").u32(8).u64(1 << 39).data(8, 100);
+            r
+        }),
+        ("tensor info 0 name", {
+            let mut r = Raw::header(3, 1, 0);
+            r.u64(1 << 39).data(8, 100);
+            r
+        }),
+        ("metadata key 0 (\"arr\") value", {
+            let mut r = Raw::header(3, 0, 1);
+            r.str("arr").u32(9).u32(10).u64(1 << 36).data(8, 100);
+            r
+        }),
+    ];
+    for (what, raw) in cases {
+        let src = HeadOfLargeFile { head: raw.0, len };
+        match Gguf::parse(&src) {
+            // Strings are read a MiB at a time: the read after the first fails.
+            Err(Error::Truncated { at, .. }) => assert!(at < 2 << 20, "{what}: failed at {at}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn huge_array_counts_are_rejected() {
     for (elem_type, count, name) in [(10u32, 1u64 << 60, "u64"), (0, u64::MAX, "u8"), (8, u64::MAX / 4, "string")] {

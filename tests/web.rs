@@ -467,6 +467,14 @@ async fn bad_files_are_named() {
     let m = expect(create(&dev, bytes_to_js(&b), None).await);
     assert_has(&m, "token_embd.weight has unsupported type IQ4_NL");
 
+    // Swapped dims with the right element count: token_embd [64, 32] in a width-32 file, whose
+    // vocab (no vocab_size, no tokens) is then 64; ggml order puts the width first.
+    let mut b = gguf_with("llama", None);
+    let dims = b.windows(name.len()).position(|w| w == name).unwrap() + name.len() + 4;
+    b[dims..dims + 16].copy_from_slice(&[64u64.to_le_bytes(), 32u64.to_le_bytes()].concat());
+    let m = expect(create(&dev, bytes_to_js(&b), None).await);
+    assert_has(&m, "Error: tensor token_embd.weight has dims [64, 32], expected dims [32, 64] (n_embd, vocab");
+
     // Not a buffer, not a device, bad options.
     let m = expect(create(&dev, "model.gguf".into(), None).await);
     assert_has(
