@@ -21,9 +21,7 @@ use crate::weights::{padded, per_binding, row_bytes};
 
 /// Default tokens per batch (prefill chunk).
 pub const DEFAULT_BATCH: u32 = 512;
-/// Most rows per expert the expert kernels dispatch: `matvec_exp` and `moe_down` run a
-/// workgroup per 64 / TPR rows in x, at most 65535.
-pub const MAX_EXPERT_ROWS: u32 = 65535;
+pub use crate::weights::MAX_EXPERT_ROWS;
 
 /// The numbers a load takes besides the file.
 #[derive(Debug, Clone, Copy)]

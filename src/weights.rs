@@ -17,8 +17,11 @@ use crate::error::{Error, Result};
 use crate::ggml::{self, GgmlType};
 use crate::gguf::{ByteSource, Gguf, TensorInfo};
 use crate::gpu::Gpu;
-use crate::plan::MAX_EXPERT_ROWS;
 use crate::repack::{regrouped, Repack};
+
+/// Most rows per expert the expert kernels dispatch: `matvec_exp` and `moe_down` run a
+/// workgroup per 64 / TPR rows in x, at most 65535.
+pub const MAX_EXPERT_ROWS: u32 = 65535;
 
 /// Bytes of raw tensor data handled per CPU transform step (bounds the scratch memory).
 const CHUNK_BYTES: u64 = 4 << 20;
