@@ -237,17 +237,16 @@ var<workgroup> MMZ: array<vec2<f32>, MG * G * NDG>; // its max and sum of weight
 // dims 4 (i % NDG) .. of head i / NDG and loads the max, sum and dims of splits 8 r .., 8 (r +
 // MG) .., ..., 8 splits at a time, rescaling once per 8 (their weights then independent, not a
 // chain), then the MG groups' results are added; with QUANT four threads write each half's
-// integers. On an H200 (Llama-3-8B shape, BENCHMARKS.md v20) 8 splits at a time took the merge,
-// timed alone, from 7.3 us a layer (a chain of rescales, one thread a half) to 5.1; split groups
-// (attention_decode_wide.wgsl's: 4 at head dim 128 with 2 heads a workgroup) make the 32 splits
-// after 4096 keys one round of loads, not four (BENCHMARKS.md v30).
+// integers. 8 splits at a time make the merge's rescales independent instead of a chain; split
+// groups (attention_decode_wide.wgsl's: 4 at head dim 128 with 2 heads a workgroup) make the 32
+// splits after 4096 keys one round of loads, not four.
 fn merge(group: u32, h0: u32, j: u32, ns: u32) {
   // (Release: this workgroup's partials before its ticket.)
   storageBarrier();
   if (j == 0u) { TICKET = atomicAdd(&partials.tickets[group], 1u); }
   if (workgroupUniformLoad(&TICKET) + 1u < ns) { return; }
-  // (Acquire: the other workgroups' partials after the ticket. On an H200 a release barrier
-  // on the merging workgroup's path cost nothing measurable: BENCHMARKS.md v20, nofence.)
+  // (Acquire: the other workgroups' partials after the ticket. A release barrier on the
+  // merging workgroup's path costs nothing measurable.)
   storageBarrier();
   if (j == 0u) { atomicStore(&partials.tickets[group], 0u); }
 //@if MGROUPS

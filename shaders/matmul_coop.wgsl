@@ -22,7 +22,7 @@
 // precision accuracy from Tensor Cores while surpassing the FP32 theoretical peak performance"),
 // without their scaling of lo (small remainders are f16 subnormals and lose bits) or their separate
 // accumulators (which cost speed here): on the references 1e-5 to 6e-5 from the f64 logits against
-// the f32 kernel's 6e-6 to 1.2e-5 (BENCHMARKS.md v9). |v| above 65504 would become infinite.
+// the f32 kernel's 6e-6 to 1.2e-5. |v| above 65504 would become infinite.
 // Without a split this is the precision of llama.cpp's matrix-unit paths.
 // Accumulation is f32.
 const BK: u32 = 32u;
@@ -41,8 +41,7 @@ const WG: u32 = 32u * SGM * SGN;
 // (no f32 round trip); WQ, 16 quantised weights a load and their scales from a second, decoded
 // to f32 and split as the runs are: WQ8, Q8_0 rows in groups of 8 blocks (formats/q8_0.wgsl), WQ4K, Q4_K
 // (blocks of 9 vec4s), WQ6K, Q6_K rows regrouped (formats/q6_k.wgsl). Staging the weights
-// bounded this kernel: pp512 of the Llama-3.2-1B shape went from 13.6k to 26.0k tok/s (F16, WP;
-// BENCHMARKS.md v16) and from 14.4k to 21.4k (Q4_K_M, WQ4K and WQ6K; v17).
+// bounded this kernel, not its matrix units.
 //@if WV
 @bind(W) var<storage, read> W4: array<vec4<u32>>;
 //@end

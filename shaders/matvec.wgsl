@@ -481,7 +481,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
 //@end
 //@if QOUT
   // The workgroup's 16 rows, one half of the output row, as the next integer-form op's
-  // activations (its quantize dispatch, about 4 us, is then not needed): quantize_half's maths
+  // activations (its quantize dispatch, a dependent launch, is then not needed): quantize_half's maths
   // by four threads (fewer in a smaller workgroup), thread j the digits of values 4j .. 4j + 4
   // (a word of each digit), each taking the half's scale from all 16, so that the workgroup's
   // tail, which holds its threads' slots, is a quarter of the conversions long.

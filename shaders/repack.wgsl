@@ -12,7 +12,7 @@
 // any kernel reads the buffer (repack.rs).
 // A workgroup per run of up to PER consecutive groups (as many as 420 words hold: 6 Q8_0 groups of
 // 8 blocks, 24 of 2, 1 Q6_K group; a workgroup per small group made 442k workgroups of the
-// SmolLM2 output head, seconds of a load on SwiftShader): it copies the run's words into
+// output head of a small model, each a task on a CPU adapter): it copies the run's words into
 // workgroup memory, then writes them back regrouped. Groups are whole word-aligned runs of the
 // buffer, so no word is shared between workgroups.
 // Bindings: 0 {groups, kind, G, PER}, 1 W: the rows from byte 0. Grid: a workgroup per run,

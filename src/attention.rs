@@ -11,8 +11,8 @@
 //! every batch whose keys are not split (all, unless splits are forced) takes
 //! `shaders/attention_cpu.wgsl` (a query row per invocation, see [`cpu_geometry`]), one-token
 //! steps too: `attention.wgsl`'s shared key tiles and barriers cost a CPU's compiler more than
-//! the GPU's (stories260K decode after 300 tokens, tg64: lavapipe 147-152 -> 216-240 tok/s;
-//! SwiftShader in Chromium, its attention 12.7 -> 2.7 ms a token by `bench-web --profile`).
+//! the GPU's (a CPU's compiler runs each barrier as a task switch and each lane's load as a
+//! loop over the lanes, so the form without them is the faster one there).
 //! All read the KV cache as f32 or, with [`KvType::F16`], as f16 pairs (`unpack2x16float`).
 
 use bytemuck::{Pod, Zeroable};
@@ -25,10 +25,9 @@ use crate::program::{Batch, Builder};
 
 /// Above this many key splits (a context past 2048 keys) the combine is
 /// `shaders/attention_combine_wide.wgsl` (256 threads a head, its loads in fewer rounds), else
-/// `attention_combine.wgsl` (64). Measured on an H200 (BENCHMARKS.md v18), the combine's GPU time
-/// a decode step with 64 / 256 threads: Llama-3-8B shape at 9-10 splits 318 / 341-354 us, at 73
-/// splits 485 / 388-400 us; decode tok/s with the 256-thread form at every split count against
-/// 64: depth 0 1-6% slower, depth 4096 1-9% faster.
+/// `attention_combine.wgsl` (64): past that many splits the 64-thread form's rounds of loads
+/// (one per 8 splits and dim) outlast the wide form's fixed cost; below it the wide form's
+/// trees and extra threads cost more than the rounds they save.
 pub const WIDE_COMBINE_SPLITS: u32 = 32;
 /// Key splits are used only for batches of at most this many tokens.
 pub const SPLIT_MAX_TOKENS: u32 = 8;
@@ -134,12 +133,9 @@ pub fn tiled_geometry(head_dim: u32, shared: u32, kv: KvType) -> Option<Geometry
 /// blocks of 4 keys. With subgroups, blocks of a subgroup's width (subgroups tile the
 /// workgroup), and for head dims up to 64 and subgroups of at most 8 lanes 8 invocations of 8
 /// rows (each key and value a lane loads and broadcasts serves 8 rows; the unrolled q and output
-/// registers grow with head dim x rows, so larger heads keep 16 x 4). On lavapipe (SmolLM2, 512
-/// tokens at depth 1536, one run each) the attention took 1.41 s with 16 x 4, 1.28 s with
-/// 16 x 2, 1.88 s with 16 x 1, 1.17 s with 8 x 8, 1.13 s with 8 x 16 and 1.19 s with 16 x 8; a
-/// 4096-token prompt 33.5 s with 16 x 4, 31.7 s with 8 x 8 and 31.0 s with 8 x 16, whose kernels
-/// took the load from 0.59 s to 0.82 s (8 x 8: 0.65 s) for 2% (BENCHMARKS.md v23,
-/// whose raw sweeps git history keeps).
+/// registers grow with head dim x rows, so larger heads keep 16 x 4). 8 x 8 shares each
+/// broadcast load among the most rows whose unrolled registers still fit; a wider geometry
+/// (8 x 16) gained little for a much larger kernel, whose compile time every load pays.
 pub fn cpu_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
     let kv_f16 = kv == KvType::F16;
     match subgroup {
@@ -151,10 +147,8 @@ pub fn cpu_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
 
 /// The CPU attention kernel's geometry for one-token steps, whose rows are the GQA group's few
 /// query heads: a lane per row (a subgroup's lanes, or 4), so that no lane computes the 8 rows
-/// of [`cpu_geometry`]'s mirrored idle rows. Decode on SwiftShader in Chromium (`bench-web
-/// --profile`), the attention's GPU ms a step with 8 x 8 / this: stories260K (2 query heads a
-/// KV head) at positions 316 / 364, 2.74 / 0.64; SmolLM2-135M (3) at positions 3 / 9, 10.7 /
-/// 2.4 (BENCHMARKS.md v26).
+/// of [`cpu_geometry`]'s mirrored idle rows (on a CPU adapter every lane's work takes time,
+/// idle or not).
 /// Subgroups of 4 to 16 lanes (as [`cpu_geometry`] takes them); other sizes run 4 lanes without.
 pub fn cpu_one_token_geometry(head_dim: u32, subgroup: u32, kv: KvType) -> Geometry {
     let sg = if (4..=16).contains(&subgroup) && 16 % subgroup == 0 { subgroup } else { 0 };
@@ -173,20 +167,16 @@ fn rows_per_workgroup(g: &Geometry) -> u32 {
 /// Key splits for a batch of `n_tokens` whose keys run to `kv_len`: one per 64-key chunk (a
 /// split's keys are walked in series: at long contexts more splits keep decode flat), at most
 /// [`MAX_SPLITS`]; 1 for larger batches (they fill the GPU with query rows) and on CPU adapters.
-/// Measured on an H200 (BENCHMARKS.md v17), decode (top 1) at a 4608-key context with up to 128
-/// splits (73) against 64: Llama-3.2-1B shape Q8_0 767-768 against 727-749 tok/s, 8B Q4_K_M
-/// 230-232 against 222-223.
+/// At long contexts more, shorter splits keep each workgroup's walk short: past 64 splits a
+/// split can hold one chunk where 64 would make each walk two.
 ///
 /// One-token steps whose attention merges its own splits ([`fuses_combine`]) give each split
 /// floor(sqrt(chunks) / 3) whole chunks instead (about the chunks over 3 sqrt(`kv_len`) / 8): 1,
 /// as before, up to 2240 keys, 2 from 2241, 3 from 5121; 32 splits at 4096 keys. That merge is
 /// one workgroup's, in rounds of 8 splits, so its time grows with the splits while a split's
-/// walk grows with its chunks, and the sum is least near the square root. Measured on an H200
-/// (BENCHMARKS.md v21), decode tg128 after a 4096-token prompt, all logits, with 16 / 24 / 32 /
-/// 48 / 64 / 128 splits: Llama-3.2-1B shape Q8_0 717 / 807 / 793 / 784 / 745-761 / 709 tok/s,
-/// 8B Q4_K_M 228 / 247.5 / 245 / 245 / 239 / 232.5. (Splits of part chunks cost: a first rule,
-/// at most 3 sqrt(`kv_len`) / 8 splits, gave 8 splits of 65 to 80 keys after a 512-token
-/// prompt, which the kernel rounds up to 5 splits of two chunks, and 3-7% less speed there.)
+/// walk grows with its chunks, and the sum is least near the square root. (Splits of part
+/// chunks cost: the kernel rounds a split up to whole chunks, so a rule by keys alone gave
+/// fewer, longer splits than it asked for at short contexts.)
 pub fn splits(gpu: &Gpu, cfg: &Config, n_tokens: u32, kv_len: u32) -> u32 {
     if n_tokens > SPLIT_MAX_TOKENS {
         return 1;
@@ -249,7 +239,7 @@ fn merge_bytes(cfg: &Config, threads: u32, heads: u32) -> u32 {
 /// and leave the last ones empty. the `attn_chunk` knob ([`crate::knobs`]) forces either. The
 /// 128-key variant is compiled only where the kernel merges its own splits ([`fuses_combine`],
 /// whose rule gives splits of several chunks) or splits or chunks are forced; elsewhere every
-/// step takes 64. Measured on an H200: BENCHMARKS.md v22. (`attention_decode_wide.wgsl`,
+/// step takes 64. (`attention_decode_wide.wgsl`,
 /// [`decode_wide`], compiles its 128-key variant only where chunks are forced to 128: it walks
 /// a split's 64-key chunks with the next one's loads in flight.)
 pub fn decode_chunk(gpu: &Gpu, kv_len: u32, splits: u32) -> u32 {
@@ -267,12 +257,9 @@ fn chunk_keys(forced: Option<u32>, kv_len: u32, splits: u32) -> u32 {
 /// ([`fuses_combine`]), head dims of a power of two times 4, and [`wide_fits`] for chunks of 64
 /// keys; [`crate::gpu::Switches::attn_wide`] turns it on or off, by default on for head dims past
 /// [`PREFETCH_MAX_HD`] (up to there `attention_decode.wgsl` loads a chunk's keys and first
-/// values at once too). Measured on an H100 (BENCHMARKS.md v30), decode tg128, all logits,
-/// `attention_decode.wgsl` / wide, alternated in one session: Llama-3-8B shape Q4_K_M (head dim
-/// 128) after 512 keys 281.0, 281.1, 277.2, 279.7, 281.6 / 294.3, 291.2, 290.5, 287.2, 291.4,
-/// after 4096 keys 244.0, 245.6 / 247.4, 250.5; Llama-3.2-1B shape (head dim 64) after 512 keys
-/// Q8_0 859.0, 861.2, 887.3, 870.0 / 869.8, 873.1, 878.0, 843.6, after 4096 keys Q8_0 774.3,
-/// 791.9 / 750.6, 770.2 and F16 648.6, 642.8 / 642.4, 637.7.
+/// values at once too). At head dim 128 a thread of the other kernel holds a whole key row
+/// and then its value rows, two rounds of dependent loads after q's; at head dim 64 its
+/// prefetch already overlaps them, and the wide form gains nothing there.
 pub fn decode_wide(gpu: &Gpu, cfg: &Config) -> bool {
     let hd = cfg.head_dim;
     let on = gpu.switches().attn_wide.unwrap_or(hd > PREFETCH_MAX_HD);
@@ -314,10 +301,8 @@ pub fn wide_fits(gpu: &Gpu, cfg: &Config, keys: u32) -> bool {
 /// of 4 or more (an even number), else the whole group; short steps may take one instead
 /// ([`short_steps_one_head`]). Halving doubles the workgroups and
 /// halves each one's serial work per chunk of keys, for twice the reads of the keys and values
-/// (the second mostly from L2). Measured on an H200 (BENCHMARKS.md v13), tg128 after
-/// pp512 with 4 / 2 / 1 heads a workgroup: Llama-3-8B shape Q4_K_M 249.1 / 257.9 / 258.4 tok/s,
-/// at depth 4096 216.8 / 215.8 / 198.9; Llama-3.2-1B shape Q8_0 851.2 / 864.2 / 853.2, at depth
-/// 4096 724.6 / 741.2 / 664.0.
+/// (the second mostly from L2): at short contexts the halved serial work outweighs the second
+/// read; one head a workgroup reads the cache once per query head, which long contexts pay for.
 pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
     let g = cfg.n_heads / cfg.n_kv_heads;
     let default = if g >= 4 && g % 2 == 0 { g / 2 } else { g };
@@ -326,14 +311,8 @@ pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
 
 /// The most keys over which a one-token step of `attention_decode.wgsl` (not the wide kernel)
 /// takes one query head a workgroup instead of [`decode_heads`] ([`short_steps_one_head`]).
-/// Chosen between the figures below: measured on an H100 (BENCHMARKS.md v31, tg128
-/// tok/s, two runs each, two heads / one head a workgroup on every step), Llama-3.2-1B shape,
-/// after 512 keys: Q4_K_M 944.5, 962.2 / 979.0, 979.8; F16 714.8, 714.6 / 719.6, 722.3; Q8_0
-/// 862.1, 880.0 / 875.2, 874.4; after 1024 (keys 1025 to 1152): Q8_0 824.9, 853.2 / 844.5,
-/// 849.9; F16 690.8, 694.8 / 699.4, 696.9; Q4_K_M 937.5, 935.1 / 947.0, 838.9; after 2048
-/// mixed to worse (Q4_K_M 912.4, 914.1 / 810.6, 892.0), and after 4096 worse (BENCHMARKS.md
-/// v31). With more keys a workgroup, the doubled reads of the cache cost more than the shorter
-/// chains save.
+/// Up to about a thousand keys the halved serial work of one head a workgroup gains; past it
+/// the doubled reads of the cache cost more than the shorter chains save.
 pub const ONE_HEAD_MAX_KEYS: u32 = 1024;
 
 /// The most keys over which one-token steps of `attention_decode.wgsl` take one query head a
@@ -366,10 +345,8 @@ pub fn fuses_rope(gpu: &Gpu, cfg: &Config) -> bool {
 /// scope, while WGSL itself promises it only within a workgroup (Metal's
 /// `threadgroup_barrier(mem_device)` likewise), so the browser and other backends keep the
 /// combine dispatch.
-/// It saves one dependent dispatch a layer. Measured on an H200 (BENCHMARKS.md v20), decode
-/// tg128 after pp512, all logits, with the combine dispatch / merged: Llama-3-8B shape Q4_K_M
-/// 281.6 / 292.3 tok/s (one pass 3358 / 3219 us), Llama-3.2-1B shape Q8_0 918.2 / 923.5, F16
-/// 827.9 / 848.7.
+/// It saves one dependent dispatch a layer: the combine's launch and its wait on the attention
+/// before it.
 pub fn fuses_combine(gpu: &Gpu, cfg: &Config) -> bool {
     fuses_rope(gpu, cfg) && crate::policy::fused_combine(gpu) && gpu.limits().max_storage_buffers_per_shader_stage >= 8
 }
@@ -382,16 +359,10 @@ pub fn tickets_at(cfg: &Config) -> u32 {
 }
 
 /// The largest head dim whose one-token attention loads a chunk's first value rows before it
-/// scores the keys by default (the `attn_prefetch` knob ([`crate::knobs`])). Measured on an H200
-/// (BENCHMARKS.md v24; tg128, all logits, prefetch off / on, alternated in one session): head
-/// dim 64 (Llama-3.2-1B shape) after 512 keys Q8_0 925.0 / 949.1, 875.0 / 891.6, F16 821.5 /
-/// 839.1, 816.2 / 844.3, after 4096 keys Q8_0 790.0 / 806.2, 784.1 / 824.4, F16 737.6 / 760.4,
-/// 724.4 / 751.8; 20 of the 25 pairs at 512, 2048 and 4096 keys gain (a session's cold first
-/// runs left out), 5 lose: Q4_K_M after 512 keys 971.0 / 934.7 and after 4096 811.9 / 795.5,
-/// 818.0 / 812.6, F16 after 2048 keys 803.3 / 777.2, 809.5 / 796.7. Head dim 128
-/// (Llama-3-8B shape Q4_K_M): after 512 keys 296.1 / 296.5, 293.7 / 296.9 but after 4096 keys
-/// 256.3 / 244.5, 255.9 / 247.3: its 16 prefetched rows are twice the registers. Measured on
-/// the H200 only (the browser's GPUs take the same default, unmeasured).
+/// scores the keys by default (the `attn_prefetch` knob ([`crate::knobs`])): at head dim 64 the
+/// two waits on memory overlap for a few more registers; at 128 its 16 prefetched value rows
+/// are twice the registers, which cost more than the overlap gains at long contexts. (Measured
+/// natively on Vulkan only; the browser's GPUs take the same default.)
 pub const PREFETCH_MAX_HD: u32 = 64;
 
 /// Bytes of the partial-results buffer attention's key splits need: the partials, then one
@@ -498,7 +469,7 @@ impl Builder<'_> {
             let wide_kernel = merges && decode_wide(self.gpu, cfg);
             let prefetch = !wide_kernel && lab!(self.gpu, attn_prefetch).unwrap_or(cfg.head_dim <= PREFETCH_MAX_HD);
             // (The wide kernel's chunks are 64 keys unless forced: it walks a split's chunks with
-            // the next one's loads in flight, and its 128-key form was slower, BENCHMARKS.md v30.)
+            // the next one's loads in flight, and its 128-key form was slower.)
             let chunk128 = if wide_kernel {
                 lab!(self.gpu, attn_chunk) == Some(128) && wide_fits(self.gpu, cfg, 128)
             } else {

@@ -28,7 +28,7 @@ pub struct BenchOptions {
     pub ctx: Option<u32>,
     /// Repeats of the prefill + decode measurement.
     pub repeats: u32,
-    /// The GPU's peak memory bandwidth in GB/s, for the bandwidth bound (e.g. 4800 for an H200).
+    /// The GPU's peak memory bandwidth in GB/s (its datasheet's), for the bandwidth bound.
     pub peak_gbs: Option<f64>,
     /// Also time every kernel of one decode step (at position `prompt`) and of one prefill batch
     /// (timestamp queries, where the adapter has them).
@@ -569,7 +569,7 @@ pub async fn run(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: &BenchOption
 
 /// The device's measured read bandwidth in GB/s, median (min, max) of `passes` passes, each
 /// `shaders/stream.wgsl` reading a buffer of `bytes` (zeroed) `reps` times, timed from submit to
-/// completion (the submit and the wait, about 60 us on an H200, are under 1% of a pass of 32
+/// completion (the submit and the wait are negligible against a pass of 32
 /// reads of 1 GiB), after one untimed pass. The practical ceiling of a weight kernel's reads
 /// (16-byte loads, side by side), printed beside the decode's weight bandwidth (`bench --stream`, lab builds).
 ///

@@ -218,7 +218,7 @@ fn uses_subgroups(src: &str) -> bool {
 type MapAsked = (futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>, Arc<std::sync::atomic::AtomicBool>);
 
 /// The longest a readback is waited for in a polling loop ([`Switches::spin_wait`]): a decode
-/// step's wait (a few ms at most on a GPU) is spun through;
+/// step's wait (short on a GPU) is spun through;
 /// a long prompt's (seconds) sleeps after this, so that a core is not burned for all of it.
 pub const SPIN_LIMIT: std::time::Duration = std::time::Duration::from_millis(20);
 

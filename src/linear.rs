@@ -100,11 +100,8 @@ pub struct Io<'a> {
 /// * On a GPU, 128 (fewer when the row has fewer than 128 spans, [`span`], or 16-byte pieces,
 ///   [`wide`]; the workgroup is then
 ///   one row group of 128 threads): the threads of a row read side by side
-///   (`shaders/matvec.wgsl`), and more threads keep more loads in flight. Measured on an H200,
-///   decode of the Llama-3.2-1B shape (Q8_0 / Q4_K_M / F16 tok/s, spans of 4, one row per thread)
-///   with 8, 16, 32, 64 threads per row: 256 / 308 / 344 / 351, 188 / 226 / 253 / 265,
-///   252 / 309 / 370 / 380; with spans of 8 and 2 rows per thread, 64 / 128 / 256: 497 / 501 /
-///   420, 311 / 342 / 324, 458 / 464 / 424, and the Llama-3-8B shape Q4_K_M 84.9 / 90.1 / 86.5.
+///   (`shaders/matvec.wgsl`), and more threads keep more loads in flight; past 128 a row's
+///   reduction and the fewer rows a workgroup cost more than the extra loads give.
 /// * On a CPU implementation ([`Gpu::is_cpu`]: lavapipe, SwiftShader), 1: each invocation takes
 ///   a whole row, so the SIMD lanes of a workgroup read the same `X` elements in step and no
 ///   reduction is needed; with subgroups each lane loads a part of them and broadcasts it to the
@@ -135,10 +132,8 @@ fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool)
 /// Threads per row of the one-token integer form ([`int_dot`]) where the f32 form takes `tpr`:
 /// at most 64 for pieces of 32 weights (the K-quants), unless the `tpr` knob ([`crate::knobs`]) says.
 /// With the dequantisation's arithmetic mostly gone, a thread's 2 to 7 pieces a row keep more
-/// loads in flight per instruction. Measured on an H200 (top-1 decode tok/s; GPU ms a step),
-/// Llama-3-8B shape Q4_K_M, 32 / 64 / 128 threads: 240.7 / 251.6 / 244.6 (3.81 / 3.58 / 3.74
-/// ms; Q4_K alone was fastest at 32, Q6_K at 64); Llama-3.2-1B shape Q4_K_M 690.9 / 754.6 /
-/// 684.8. Q8_0's pieces (16 weights) keep theirs (1B Q8_0: 686.3 / 748.9 / 743.0).
+/// loads in flight per instruction; fewer threads a row run too few rows at once, more give
+/// a thread too few pieces. Q8_0's pieces (16 weights) keep theirs.
 fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
     match Format::of(ty).pieces {
         Some(p) if p.weights >= 32 && lab!(gpu, tpr).is_none() => tpr.min(64),
@@ -149,16 +144,11 @@ fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
 /// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
 /// `shaders/matvec.wgsl`): on a GPU 16 for Q4_K, Q5_K and Q6_K, 8 for the others; 32 on CPU
 /// adapters (a whole row per invocation), whose compilers then share a block's header and
-/// words across the span's unrolled decoding: SmolLM2-135M shape decode on lavapipe, spans of
-/// 4 / 32 (`bench --prompt 16 --gen 16 --span S`), Q4_0 6.8 / 11.0 tok/s, Q5_1 6.7 / 10.8,
-/// Q4_1 (the real file) 7.7-7.9 / 9.3-9.5, F16 6.2 / 6.9, Q8_0 6.0 / 6.0; SwiftShader in
-/// Chromium, the real Q4_1 file's matvecs 513 -> 327 ms a token (`bench-web --profile`).
+/// words across the span's unrolled decoding.
 /// the `span` knob ([`crate::knobs`]) overrides. Longer spans spread a load instruction's addresses;
 /// within one of the format's scale groups they share the scale decoding (`dq4s`, which pays
-/// for the K-quants' 6-bit scales). Measured on an H200 (Llama-3.2-1B shape, tok/s, top-1
-/// readout, 2 rows per thread, spans of 8 / 16): Q4_K_M 409 / 490, Q8_0 638 / 618, F16
-/// 546 / 398. Before `dq4s` (1 row per thread, spans of 4 / 8 / 16 / 32 / 64): Q8_0 467 / 453 /
-/// 393 / 275 / 240, Q4_K_M 328 / 332 / 288 / 196 / 148, F16 449 / 433 / 316 / 189 / 133.
+/// for the K-quants' 6-bit scales, and cost the other formats more in spread addresses than
+/// they save).
 pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
     match lab!(gpu, span) {
         Some(s) => s,
@@ -171,16 +161,14 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
 /// Spans a one-token matrix-vector thread loads before it uses any (`UN` in
 /// `shaders/matvec.wgsl`; the multi-token form keeps the default): enough for 16 weights
 /// (`16 / span`, at least 1); the `unroll` knob ([`crate::knobs`]) overrides. More
-/// holds more decoded vectors per thread: measured on an H200 (top-1 decode tok/s, 1 / 2 / 4
-/// spans): Llama-3.2-1B shape Q4_K_M (spans of 16) 609 / 361 / 322, Q8_0 (spans of 8) 718 /
-/// 710 / 599, F16 651 / 644 / 606; Llama-3-8B shape Q4_K_M 155 (1) / 138 / 91.
+/// holds more decoded vectors per thread, and the registers they take cost more than the
+/// loads they put in flight.
 pub fn spans_per_step(gpu: &Gpu, span: u32) -> u32 {
     lab!(gpu, unroll).unwrap_or(default_spans_per_step(span))
 }
 
 /// [`spans_per_step`], or with 16-byte pieces ([`wide`]) the pieces per step: 1 unless
-/// the `unroll` knob ([`crate::knobs`]) says otherwise (2 was slower everywhere measured, see
-/// BENCHMARKS.md v7).
+/// the `unroll` knob ([`crate::knobs`]) says otherwise (2 was slower everywhere measured).
 fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
     if wide {
         lab!(gpu, unroll).unwrap_or(1)
@@ -193,12 +181,10 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 /// pieces (`WIDE` in `shaders/matvec.wgsl`): where the format has them
 /// ([`crate::kernels::Format::pieces`]: Q4_K, F16, and Q8_0 and Q6_K as regrouped at load,
 /// [`crate::repack`]) and every row starts on a 16-byte boundary (Q8_0: rows of 256k weights,
-/// Q6_K: 2048k; with the f32 form, Q6_K's pieces took the 8B's down projection from 1780 to
-/// 1293 us, BENCHMARKS.md v10); on
+/// Q6_K: 2048k); on
 /// GPUs, off on CPU adapters (a whole row per invocation there), unless
-/// [`crate::gpu::Switches::wide`] says otherwise. Measured on an H200 (top-1 decode tok/s, spans /
-/// pieces, same session): Llama-3.2-1B shape F16 660-668 / 782-796, Llama-3-8B shape Q4_K_M
-/// 153.4-153.7 / 162.9-163.9 (its SwiGLU matvec 2213 -> 1809 us a token).
+/// [`crate::gpu::Switches::wide`] says otherwise. A warp's load is then contiguous bytes, where
+/// the spans take 4-byte loads (and Q4_K's threads each read a word twice).
 ///
 /// The pieces are vector loads from the start of the part's buffer: every matrix part is a
 /// buffer of its own, bound whole (`weights.rs`), so a row at a multiple of 16 bytes is aligned.
@@ -211,11 +197,9 @@ pub fn wide(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
 
 /// Whether a matrix-vector kernel with RMSNorm fused ([`Fuse::norm`]) reads its weights as
 /// pieces where [`wide`] says so: yes unless the `wide_norm` knob ([`crate::knobs`]) says otherwise.
-/// Measured on an H200 (top-1 decode tok/s, with / without, same session, BENCHMARKS.md v8):
-/// Llama-3.2-1B shape F16 734 / 686; Q8_0 782 / 676 and 678 / 615 (on GPUs, Q8_0's regrouped
-/// rows read in spans are slower than the file's layout in spans, so Q8_0 wants pieces
-/// everywhere there; on CPU adapters the spans decode as fast as before: lavapipe,
-/// TinyLlama-1.1B shape Q8_0, 1.51-1.57 against 1.48-1.65 s a token).
+/// On GPUs Q8_0's regrouped rows read in spans are slower than the file's layout in spans, so
+/// Q8_0 wants pieces everywhere there; on CPU adapters, which read spans, the regrouped rows
+/// decode as fast as the file's.
 pub fn wide_with_norm(gpu: &Gpu) -> bool {
     lab!(gpu, wide_norm).unwrap_or(true)
 }
@@ -237,22 +221,16 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
 /// accumulators would outgrow workgroup memory): each load of the activations then serves that
 /// many rows, and a thread keeps that many more weight loads in flight. 2 on a GPU, 4 on CPU
-/// adapters (lavapipe, SmolLM2-135M Q4_1 decode with 1 / 2 / 3 / 4 / 8 rows: 2.7 / 3.7 / 2.7 /
-/// 3.0-4.7 / 3.1 tok/s on this 2-core machine); the `rpt` knob ([`crate::knobs`]) overrides. Measured on an H200 (decode tok/s with 1, 2
-/// and 4 rows per thread, spans of 8): Llama-3.2-1B shape Q8_0 477 / 487 / 448, Q4_K_M 330 /
-/// 336 / 238, F16 447 / 464 / 437; Llama-3-8B shape Q4_K_M 85.4 / 86.9 (spans of 4, 4 rows:
-/// 59.8); with subgroup reductions and spans of 16, 8B Q4_K_M 129 / 155 / 144, and 1 row per
-/// thread for the SwiGLU matvec alone (the `rpt_glu` knob ([`crate::knobs`])) 142 against 151-158.
-/// F16 weights take 4 on GPUs too (2 bytes a weight and no integer form: a thread's 4 rows
-/// keep twice the loads in flight): 1B F16, 2 / 4 rows, all logits, 821.5 / 838.2 and 816.2 /
-/// 833.7 tok/s (BENCHMARKS.md v24), where the quantised formats lose with 4 (8B Q4_K_M 296.1
-/// / 252.9, 1B Q4_K_M 971.0 / 809.1).
+/// adapters (a whole row an invocation: each activation load serves more rows); the `rpt` knob
+/// ([`crate::knobs`]) overrides. On GPUs more rows a thread hold more decoded vectors, which
+/// past 2 cost more than the shared loads save (the SwiGLU matvec's too, which the `rpt_glu`
+/// knob of [`crate::knobs`] sets apart). F16 weights take 4 on GPUs too (2 bytes a weight and no
+/// integer form: a thread's 4 rows keep twice the loads in flight), where the quantised formats
+/// lose with 4.
 ///
 /// SwiftShader (Chromium without a GPU) takes 4 as well where the activations are broadcast
-/// across a subgroup (`XB` in `shaders/matvec.wgsl`, subgroups of 4 or more): SmolLM2-135M Q4_1
-/// decode in headless Chromium here, ms a token (`bench-web --profile`) with 1 / 2 / 4 / 8 rows,
-/// 297 / 257 / 251 / 283; without subgroups, where every lane loads every activation, 8: 966 /
-/// 685 / 590 with 1 / 4 / 8.
+/// across a subgroup (`XB` in `shaders/matvec.wgsl`, subgroups of 4 or more); without
+/// subgroups, where every lane loads every activation, 8, so that more rows share each load.
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
     let broadcast = crate::kernels::broadcasts(gpu.reduce_subgroup());
     let default = match (gpu.is_cpu(), gpu.is_swiftshader() && !broadcast) {
@@ -267,11 +245,8 @@ pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
 /// Threads per row of the output head's one-token integer form, where the others' take `tpr`:
 /// at most half the row's pieces, so that a thread takes two or more of each row (the head
 /// is one dispatch of 128k rows; with one piece a thread, a row's threads wait on one load
-/// each and then spend as long adding their sums). Measured on an H100 (per-dispatch profile,
-/// BENCHMARKS.md v31), the Llama-3.2-1B shape's Q4_K head (64 pieces a row)
-/// with 16 / 32 / 64 / 128 threads, 2 rows each: 68.5 / 68.7 / 82.9 / 134.9 us (64 before);
-/// the Llama-3-8B shape's Q6_K head (128 pieces) 235.4 / 187.2 / 171.7 / 186.8 us (64 before
-/// and after); the 1B's Q8_0 head (128 pieces) 114-120 us from 16 to 128 threads.
+/// each and then spend as long adding their sums). A head whose default already gives each
+/// thread two or more pieces of a row keeps it.
 fn head_int_threads_per_row(gpu: &Gpu, ty: GgmlType, cols: u32, tpr: u32) -> u32 {
     match Format::of(ty).pieces {
         Some(p) if lab!(gpu, tpr).is_none() => tpr.min(1 << (cols / p.weights / 2).max(1).ilog2()),
@@ -302,14 +277,9 @@ fn matvec_rows_per_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32
 /// Whether the one-token integer-form matvecs that write the residual stream (the output and
 /// down projections; `glu`: gate/up with SwiGLU, the down projection's input) also write the
 /// next linear op's integer activations ([`Fuse::quant_out`]), so that it needs no quantize
-/// dispatch: [`crate::gpu::Switches::quant_out`] and `quant_out_glu`, on by default. Measured on
-/// an H200 (top-1 tg128 after pp512, same session, with / without): Llama-3.2-1B shape Q8_0 842
-/// / 780, Q4_K_M 791 / 775 (both on, BENCHMARKS.md v12); Llama-3-8B shape Q4_K_M, the
-/// projections only: 267.1, 268.7, 264.2 / 262.8, 263.5, 265.4, at depth 4096 224.4 / 217.8
-/// (v13). The 8B's SwiGLU matvec (all logits): 271.8, 275.3 / 276.1, 272.5 on an H200 (v19);
-/// 279.0, 275.1, 284.1, 281.3, 278.2, 281.2, 278.8 / 273.9, 272.0, 278.9, 277.4, 278.4, 276.3,
-/// 279.0 on an H100 (v29: 1% on average, 32 dispatches a token fewer), so it is on at every
-/// width since v29 (before, only up to 2048 wide).
+/// dispatch: [`crate::gpu::Switches::quant_out`] and `quant_out_glu`, on by default: a quantize
+/// dispatch is a dependent launch of little work, and the writers' workgroups of 16 rows
+/// cost less than it at every width measured.
 pub fn quant_out(gpu: &Gpu, glu: bool) -> bool {
     let plain = gpu.switches().quant_out.unwrap_or(true);
     if glu {
@@ -332,9 +302,7 @@ pub fn matvec_tokens(gpu: &Gpu) -> u32 {
 /// Batches of at most this many tokens take the linear ops' matrix-vector forms, larger ones the
 /// matrix-matrix kernel: 8 on GPUs, 1 on CPU adapters with the CPU matmul in force
 /// (the `matvec_max_tokens` knob ([`crate::knobs`]) overrides). On a CPU the multi-token matvec's accumulators for 8 tokens cost more than the
-/// CPU matmul's tiles: SmolLM2-135M Q4_1, a 5-token prompt, 8 / 1: lavapipe 4.8-6.5 / 29.0-29.2
-/// tok/s (2 tokens: 2.5 / 16.1), SwiftShader in Chromium 1.03 / 4.80 tok/s (its 120 matvecs
-/// 4659 ms against the CPU matmul's 846).
+/// CPU matmul's tiles.
 pub fn matvec_max_tokens(gpu: &Gpu) -> u32 {
     let class = crate::policy::class(gpu).matvec_max_tokens;
     lab!(gpu, matvec_max_tokens).unwrap_or(if crate::policy::cpu_tile(gpu).is_some() { class } else { crate::policy::GPU.matvec_max_tokens })
@@ -594,8 +562,8 @@ impl Builder<'_> {
                 ),
             ];
             // Longer batches: on CPU adapters the CPU matmul alone (the GPU
-            // tiles would never run, and each took about 1.4 s of a load on SwiftShader:
-            // BENCHMARKS.md, browser section); elsewhere the large tile, and the small one where a
+            // tiles would never run, and each would cost a CPU adapter's compiler a long compile);
+            // elsewhere the large tile, and the small one where a
             // large tile leaves a GPU idle (few workgroups: a narrow matrix, a short batch).
             match cpu_tile {
                 Some(t) => variants.push((Form::Cpu, self.variant(PipelineKey::weights(Kernel::MatmulCpu, w.ty, w.cols, Geometry::CpuTile(t)), &bufs))),

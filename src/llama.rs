@@ -372,8 +372,8 @@ impl Llama {
     /// Synchronous, so calls that are not awaited are still queued in order.
     ///
     /// Then, while the GPU runs what it queued, it records the one-token step at the next
-    /// position: a decode loop's next call only writes the token and submits (recording ~150
-    /// dispatches costs about 0.5 ms of CPU per token natively, otherwise spent with the GPU idle).
+    /// position: a decode loop's next call only writes the token and submits (recording a step's
+    /// dispatches is CPU time that would otherwise leave the GPU idle).
     ///
     /// Errors: as [`Llama::validate`].
     pub fn submit(&self, tokens: &[u32], start_pos: u32, all_logits: bool) -> Result<Pending> {

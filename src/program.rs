@@ -56,7 +56,7 @@ pub struct Compiler {
 
 /// One form of an op: a kernel and its buffers, compiled and bound the first time a batch
 /// records it. A variant that no batch picks is never compiled: a CPU adapter's compiler (in
-/// the browser, SwiftShader) spends from a few ms to 1.6 s on a pipeline, and most sessions
+/// the browser, SwiftShader) compiles a pipeline slowly, and most sessions
 /// never run some forms (the top-k readout, the split-key combine, GPU forms on CPU adapters).
 pub struct Variant {
     /// What it is compiled for.

@@ -7,7 +7,7 @@
 //! regrouped in pairs of blocks (64 bytes of weights, then the two `d` values): every word of
 //! weights then starts on a word, where the file's layout puts every other block 2 bytes off, so
 //! that each 4 weights take one load instead of two (on CPU adapters, where loads are most of a
-//! matvec's cost, SmolLM2's tied Q8_0 output head was a third of a decode step). The
+//! matvec's cost). The
 //! regrouping runs in place, in the buffer the file's bytes were uploaded to: no staging memory,
 //! and any source works (the browser's streamed files included, whose bytes arrive after the load
 //! is planned), as long as it runs after the upload and before the first kernel reads the buffer:
@@ -16,9 +16,7 @@
 //!
 //! Q6_K's 210-byte blocks (`d` last) are regrouped the same way in rows of 2048k weights (groups
 //! of 8 blocks' other 208 bytes, then their `d` values) and read as pieces, which the integer
-//! form of the matrix-vector kernel needs. (In v8, before the kernel's software pipelining, Q6_K
-//! pieces measured no faster; in v10, with the f32 form, the 8B's down projection went from 1780
-//! to 1293 us.)
+//! form of the matrix-vector kernel needs (and which the f32 form reads faster too).
 
 pub use crate::kernels::group_blocks;
 use bytemuck::{Pod, Zeroable};

@@ -84,8 +84,8 @@ pub fn decode(words: &[f32], k: u32) -> Vec<(u32, f32)> {
 
 /// The id of the largest logit, the first of equal ones (the GPU's top 1; NaN never wins; 0 when
 /// every logit is NaN or the list is empty). Two passes that the compiler vectorises: the max in
-/// 16 lanes, then the first 16-wide chunk holding it. 30-40 us per token for 128k logits against
-/// 190-210 us for a scalar fold (`bench` on the H200 host, BENCHMARKS.md v17).
+/// 16 lanes, then the first 16-wide chunk holding it: it runs between a decode step's readback
+/// and the next submission, so its time is the GPU's idle time.
 pub fn argmax(logits: &[f32]) -> u32 {
     const L: usize = 16;
     let mut lanes = [f32::NEG_INFINITY; L];

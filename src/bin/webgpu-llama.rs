@@ -81,7 +81,7 @@ mod cli {
             /// Repeats.
             #[arg(long, default_value_t = 3)]
             repeats: u32,
-            /// Peak memory bandwidth of the GPU in GB/s, for the bandwidth bound (H200: 4800).
+            /// Peak memory bandwidth of the GPU in GB/s (its datasheet's), for the bandwidth bound.
             #[arg(long)]
             peak_gbs: Option<f64>,
             /// Print one JSON object instead of text.

@@ -30,11 +30,9 @@ pub fn wide_threads(head_dim: u32, keys: u32) -> u32 {
 
 /// Split groups of the one-token attention's merge of its key splits (`MG` in
 /// `shaders/attention_decode_io.wgsl`): as many groups of a thread per 4 dims of the
-/// workgroup's heads as `attention_decode_wide.wgsl`'s threads hold, else 1. Measured on an H100
-/// (BENCHMARKS.md v30), decode tg128 after 4096 keys with 1 / 4 groups: Llama-3-8B shape Q4_K_M
-/// 246.3, 247.4 / 252.4, 252.6 tok/s; `attention_decode.wgsl`'s 128 threads, 4 groups at head
-/// dim 64, lost (Llama-3.2-1B shape Q8_0 767.4, 786.7 / 756.1, 747.1; F16 652.5, 646.8 / 619.4,
-/// 630.3), so it keeps 1.
+/// workgroup's heads as `attention_decode_wide.wgsl`'s threads hold, else 1: a long context's
+/// splits are then one round of loads, not several in series. `attention_decode.wgsl`'s 128
+/// threads would take 4 groups at head dim 64 and lost with them, so it keeps 1.
 pub fn merge_groups(key: &PipelineKey) -> u32 {
     match key.geometry {
         Geometry::AttentionDecode { head_dim, heads, keys, .. } if key.kernel == Kernel::AttentionDecodeWide => {

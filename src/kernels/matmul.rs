@@ -21,8 +21,8 @@ impl Tile {
     /// 64 x 64, 4 x 4 per thread, 256 threads, 16 KiB of workgroup memory: fits WebGPU's defaults.
     pub const PORTABLE: Tile = Tile { bm: 64, bn: 64, tm: 4, tn: 4 };
     /// 64 x 128, 4 x 8 per thread, 256 threads, 24 KiB of workgroup memory: the fastest of
-    /// 64x64/4x4, 128x128/8x8, 128x64/8x4, 64x128/4x8 and 64x64/8x8 for prefill on an H200
-    /// (`bench --set tile=...`, pp512 of the Llama-3.2-1B shape in Q8_0: 7.6k, 6.4k, 6.4k, 8.1k, 5.5k tok/s).
+    /// 64x64/4x4, 128x128/8x8, 128x64/8x4, 64x128/4x8 and 64x64/8x8 for prefill on a large GPU
+    /// (`bench --set tile=...`).
     pub const LARGE: Tile = Tile { bm: 64, bn: 128, tm: 4, tn: 8 };
 
     /// Threads per workgroup.
@@ -76,10 +76,7 @@ impl CpuTile {
     /// over 16 tokens; on lavapipe (8 lanes of AVX2, subgroups of 8) the fastest of 64x1/8,
     /// 64x1/16, 64x2/8, 64x2/16, 64x4/8, 64x4/16, 64x2/32, 64x3/24 and 32x6/16 for SmolLM2's
     /// prefill (more tokens or rows spill the accumulators, fewer load more per multiply). With
-    /// the weights' loads shared across a block (`dq4a`), still among the fastest: SmolLM2's
-    /// 512-token batch's linear ops 2.38-2.52 s, against 2.37 s for 64x6/12, 2.52 s for 64x4/16,
-    /// 2.8 s for 64x4/12, 64x6/8 and 64x4/8, and 2.9 to 3.5 s for 64x6/16, 64x8/12, 64x8/16,
-    /// 64x2/24, 64x4/24, 64x6/24 and 64x8/6.
+    /// the weights' loads shared across a block (`dq4a`), still among the fastest.
     pub const DEFAULT: CpuTile = CpuTile { lanes: 64, rows: 3, tokens: 16, subgroup: 0 };
 
     /// Weight rows per workgroup.
@@ -142,15 +139,15 @@ pub struct CoopTile {
 impl CoopTile {
     /// 128 x 128 in 8 subgroups of 64 x 32 (each loads 4 weight fragments and 2 token fragments
     /// for 8 products, against 2 and 2 for 4 in 32 x 32), weights and activations each split in
-    /// two f16 halves: 48 KiB of workgroup memory. On an H200, pp512 against [`CoopTile::COMPACT`]
-    /// (with [`crate::policy::min_large`] 128 against 256): 8B Q4_K_M 3781 -> 4302
-    /// tok/s, Llama-3.2-1B shape Q8_0 19935 -> 21551, Q4_K_M 21648 -> 22424, F16 26685 -> 31954
-    /// (BENCHMARKS.md v21; subgroups of 32 x 64 ran even, 64 x 64 slower).
+    /// two f16 halves: 48 KiB of workgroup memory. Each weight step is shared by twice the tokens'
+    /// loads and each token step by twice the weight rows of [`CoopTile::COMPACT`]; it takes
+    /// [`crate::policy::min_large`] 128, so that wide matrices still run on it.
+    /// (Subgroups of 32 x 64 ran even, 64 x 64 slower.)
     pub const DEFAULT: CoopTile = CoopTile { bm: 128, bn: 128, sm: 64, sn: 32, split: 2, pieces: false };
 
     /// 64 x 128 in 8 subgroups of 32 x 32 (38 KiB): the default where [`CoopTile::DEFAULT`] does
-    /// not fit the workgroup memory (and before v21); at split 2 on an H200 the fastest of
-    /// 64x64, 128x64 and 64x128 in subgroups of 32 x 32 (BENCHMARKS.md v9).
+    /// not fit the workgroup memory; at split 2 the fastest of
+    /// 64x64, 128x64 and 64x128 in subgroups of 32 x 32.
     pub const COMPACT: CoopTile = CoopTile { bm: 64, bn: 128, sm: 32, sn: 32, split: 2, pieces: false };
 
     /// The smaller tile a linear op falls back to when this one makes too few workgroups.

@@ -56,9 +56,7 @@ pub const fn default_spans_per_step(span: u32) -> u32 {
 /// take `max(64, tpr)`): `max(64, tpr)`; with a whole row per thread (CPU adapters' form,
 /// [`crate::linear::threads_per_row`]), one subgroup of `sg` lanes (16 threads without
 /// subgroups of 4 or more: the form that shares loads across a subgroup needs them), where a workgroup is one CPU thread's task: more, smaller tasks keep the cores
-/// busy on narrow matrices. SwiftShader in Chromium (4 lanes), 4 / 16 threads, decode tok/s on
-/// one page (`bench-web`): stories260K 319 / 269, SmolLM2-135M 4.62 / 4.36; lavapipe (8 lanes),
-/// SmolLM2-135M, 64 / 16 threads: 8.9-9.1 / 9.5-9.7 tok/s (BENCHMARKS.md v26). With
+/// busy on narrow matrices, and a workgroup of one subgroup needs no workgroup memory. With
 /// [`QuantOut`] the threads of 16 rows.
 pub fn matvec_workgroup(tpr: u32, rpt: u32, sg: u32, qout: QuantOut) -> u32 {
     match qout {
