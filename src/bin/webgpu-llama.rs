@@ -249,6 +249,15 @@ mod cli {
             switches
         }
 
+        /// The model file mapped, and the native device with these choices applied (as `run`,
+        /// `bench` and `plan` take them).
+        async fn open(&self, model: &str, default_limits: bool) -> Result<(Mapped, Gpu), Box<dyn std::error::Error>> {
+            let bytes = read(model)?;
+            let mut gpu = Gpu::native(default_limits).await?;
+            self.apply(&mut gpu)?;
+            Ok((bytes, gpu))
+        }
+
         /// Applies the choices to `gpu`.
         fn apply(&self, gpu: &mut Gpu) -> Result<(), Box<dyn std::error::Error>> {
             for s in &self.switches {
@@ -318,16 +327,14 @@ mod cli {
                 if choices.help() {
                     return Ok(());
                 }
-                let bytes = read(&model)?;
-                let mut gpu = Gpu::native(default_limits).await?;
-                choices.apply(&mut gpu)?;
+                if tokens == 0 {
+                    return Err("--tokens must be at least 1".into());
+                }
+                let (bytes, gpu) = choices.open(&model, default_limits).await?;
                 let g = Gguf::parse(bytes.as_slice())?;
                 let llama = Llama::load(&gpu, &g, &bytes, LoadOptions { ctx, kv, ..Default::default() })?;
                 // (Any span of the context: nothing runs, so no position need be filled first.)
                 let end = u64::from(start) + u64::from(tokens);
-                if tokens == 0 {
-                    return Err("--tokens must be at least 1".into());
-                }
                 if end > u64::from(llama.config.ctx) {
                     return Err(
                         format!("--tokens {tokens} from --start {start}: positions up to {end}, past the KV cache's {} (--ctx)", llama.config.ctx).into()
@@ -401,9 +408,7 @@ mod cli {
                 if choices.help() {
                     return Ok(());
                 }
-                let bytes = read(&model)?;
-                let mut gpu = Gpu::native(default_limits).await?;
-                choices.apply(&mut gpu)?;
+                let (bytes, gpu) = choices.open(&model, default_limits).await?;
                 let g = Gguf::parse(bytes.as_slice())?;
                 let opts =
                     webgpu_llama::bench::BenchOptions { prompt, depth, gen, ctx, repeats, peak_gbs, profile, kv, top_k, copy_logits, random_next, generate };
@@ -451,9 +456,7 @@ mod cli {
                 if choices.help() {
                     return Ok(());
                 }
-                let bytes = read(&model)?;
-                let mut gpu = Gpu::native(default_limits).await?;
-                choices.apply(&mut gpu)?;
+                let (bytes, gpu) = choices.open(&model, default_limits).await?;
                 #[cfg(feature = "lab")]
                 if gpu.lab().hollow != webgpu_llama::lab::Hollow::Off {
                     return Err(
