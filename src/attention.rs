@@ -405,8 +405,9 @@ impl Builder<'_> {
     /// Attention of the batch's tokens over the cache, then (when keys are split, unless the
     /// decode kernel merges them itself, [`fuses_combine`]) the combine; with
     /// [`AttentionIo::quantize`], between them the quantize op of the output's integers (run
-    /// where keys are not split; whatever merges them writes them where they are).
-    pub fn attention(&mut self, cfg: &Config, io: AttentionIo<'_>) {
+    /// where keys are not split; whatever merges them writes them where they are), which it
+    /// returns for the output projection.
+    pub fn attention(&mut self, cfg: &Config, io: AttentionIo<'_>) -> Option<crate::reuse::Quantized> {
         let shared = self.gpu.limits().max_compute_workgroup_storage_size;
         let g = cfg.n_heads / cfg.n_kv_heads;
         let q_dim = cfg.q_dim();
@@ -530,8 +531,8 @@ impl Builder<'_> {
         let c = self.uniform("attention combine", &cp);
         let mut cbufs = vec![("p", &c), ("st", &step), ("partials", io.partials), ("o", io.out)];
         let quant = quant_bufs.map(|pair| self.quantize_into(pair, io.out, q_dim, q_dim, None, |b| b.splits == 1));
-        if let Some((xq, xs)) = &quant {
-            cbufs.extend([("XQW", xq), ("XSW", xs)]);
+        if let Some(q) = &quant {
+            cbufs.extend([("XQW", &q.q), ("XSW", &q.s)]);
         }
         let geometry = Geometry::Combine { quant: quant.is_some() };
         // The wide form only where a context or forced splits can reach it (one compile less at
@@ -543,8 +544,6 @@ impl Builder<'_> {
         self.op_forms(combine, move |b| {
             (b.splits > 1 && !merged(b)).then_some((kernels[(wide && b.splits > WIDE_COMBINE_SPLITS) as usize], [n_heads, b.n_tokens, 1]))
         });
-        if quant.is_some() {
-            self.mark_quantized_read();
-        }
+        quant
     }
 }

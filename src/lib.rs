@@ -8,7 +8,8 @@
 //! [`gpu::Switches`]) -> [`policy`] (the kernel forms and shapes a device class gets; in `lab`
 //! builds under the [`knobs`] set through `lab`) -> [`pipelines`] (compiled kernels) ->
 //! [`weights`] (upload; [`repack`]) -> [`program`] (batched ops:
-//! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`llama`] (the model, KV cache, forward; a decode step's inputs through [`inputs`]; `generate`, its next token picked on the GPU by [`sample`]). [`reference`](mod@reference) is a plain-Rust
+//! [`linear`], [`ops`], [`attention`], [`moe`]) -> [`forward`] (the layers' ops in order, the
+//! fusions, what each op hands the next: [`reuse`]) -> [`llama`] (the model, KV cache, forward; a decode step's inputs through [`inputs`]; `generate`, its next token picked on the GPU by [`sample`]). [`reference`](mod@reference) is a plain-Rust
 //! f64 forward pass used to check the GPU.
 //!
 //! # Native use
@@ -66,6 +67,7 @@ pub mod attention;
 pub mod bench;
 pub mod config;
 pub mod error;
+pub mod forward;
 pub mod ggml;
 pub mod gguf;
 pub mod gpu;

@@ -10,6 +10,7 @@ use crate::ggml::GgmlType;
 use crate::gpu::Gpu;
 use crate::kernels::{default_spans_per_step, matvec_workgroup, CpuTile, Format, Geometry, Kernel, Named, PipelineKey, QuantOut, Tile, QUANT_OUT_ROWS};
 use crate::program::{grid, Builder};
+use crate::reuse::{Derived, Quantized};
 use crate::weights::Matrix;
 
 /// Token vectors per dispatch of the matrix-vector kernel's multi-token form (batches of 2 up to
@@ -30,6 +31,9 @@ pub enum Form {
     SmallTiles,
     /// `matmul_cpu.wgsl`: CPU adapters' longer batches.
     Cpu,
+    /// The output head's `matvec.wgsl` for the last token alone (batches that want one row of
+    /// logits).
+    LastRow,
 }
 
 impl std::fmt::Display for Form {
@@ -40,6 +44,7 @@ impl std::fmt::Display for Form {
             Form::Tiles => "tiles",
             Form::SmallTiles => "small tiles",
             Form::Cpu => "cpu",
+            Form::LastRow => "last row",
         })
     }
 }
@@ -323,7 +328,7 @@ pub struct Fuse<'a> {
     /// with `norm`, through that RMSNorm): where this op's one-token form is the integer one too
     /// (one part, output rows a multiple of 16 written from column 0), it writes them as well,
     /// 16 rows a workgroup (`QOUT` in `shaders/matvec.wgsl`), so that the next op needs no
-    /// quantize dispatch ([`Builder::quantized_by`]).
+    /// quantize dispatch ([`Fused::out`] hands them on).
     pub quant_out: Option<QuantNext<'a>>,
     /// `(cache, stride, f16)`: the one-token matrix-vector form writes the token's output row
     /// into `cache` (`[ctx][stride]` f32, or f16 with `f16`, where [`writes_f16_rows`]; the
@@ -346,7 +351,7 @@ pub struct QuantNext<'a> {
 }
 
 /// What a linear op's matrix-vector forms took ([`Builder::linear_fused`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Fused {
     /// RMSNorm fused in ([`Fuse::norm`]; with `int`, done by the quantize op, or after a linear
     /// op that wrote the integers, [`Fuse::quant_out`], by this one's kernel, `INORM`).
@@ -355,6 +360,9 @@ pub struct Fused {
     pub glu: bool,
     /// The one-token form is the integer one ([`int_dot`]).
     pub int: bool,
+    /// Its output row's integer form, where it writes it ([`Fuse::quant_out`]): for the forward
+    /// plan to hand to the op that reads it.
+    pub out: Option<Quantized>,
 }
 
 /// Threads per row of the expert kernels (`matvec_exp`, `moe_down`: each thread takes runs of
@@ -384,7 +392,7 @@ impl Builder<'_> {
     /// matrix-matrix kernel beyond (on CPU adapters its CPU form, [`crate::policy::cpu_tile`];
     /// on devices with cooperative matrices the matrix-unit form, [`crate::gpu::Switches::coop`]).
     pub fn linear(&mut self, w: &Matrix, io: Io<'_>) {
-        self.linear_fused(w, io, Fuse::default());
+        self.linear_fused(w, io, Fuse::default(), &mut Derived::default());
     }
 
     /// Whether one-token batches of a linear op on `w` take the integer matrix-vector form
@@ -394,14 +402,17 @@ impl Builder<'_> {
     }
 
     /// [`Builder::linear`] with the decode fusions `fuse` where [`crate::policy::fused`]
-    /// allows them (SwiGLU needs `W` in one part). Returns which the matrix-vector forms took.
-    pub fn linear_fused(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>) -> Fused {
-        self.linear_op(w, io, fuse, false)
+    /// allows them (SwiGLU needs `W` in one part). `input`: what the ops before on the same
+    /// input derived from it, which this op reuses where it is of its input, and to which it
+    /// adds what it derives itself, for the next op on that input. Returns which fusions the
+    /// matrix-vector forms took.
+    pub fn linear_fused(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>, input: &mut Derived) -> Fused {
+        self.linear_op(w, io, fuse, input, false)
     }
 
-    /// [`Builder::linear_fused`]; `head`: the output head's, whose matrix-matrix forms run only
-    /// for batches that want every token's logits.
-    fn linear_op(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>, head: bool) -> Fused {
+    /// [`Builder::linear_fused`]; `head`: the output head's, which for batches that want only the
+    /// last token's logits runs its own last-row form ([`Form::LastRow`]).
+    fn linear_op(&mut self, w: &Matrix, io: Io<'_>, fuse: Fuse<'_>, input: &mut Derived, head: bool) -> Fused {
         let mv_max = matvec_max_tokens(self.gpu);
         let coop = crate::policy::coop(self.gpu);
         let min_large = crate::policy::min_large(self.gpu);
@@ -435,16 +446,15 @@ impl Builder<'_> {
         // The one-token form's integer activations (the norm done by the quantize op, or with
         // INORM by this kernel).
         let int = self.int_form(w).then(|| match norm {
-            Some((raw, nw, eps)) => self.quantized(raw, io.x_stride, w.cols, Some((nw, eps))),
-            None => self.quantized(io.x, io.x_stride, w.cols, None),
+            Some((raw, nw, eps)) => self.quantized(input.quant.as_ref(), raw, io.x_stride, w.cols, Some((nw, eps))),
+            None => self.quantized(input.quant.as_ref(), io.x, io.x_stride, w.cols, None),
         });
-        let inorm = int.is_some() && norm.is_some() && self.quantized_inorm();
-        // The matrix-unit matmul reads its activations as f16 halves, split once for the op. The
-        // split op comes after the integer form's quantize op: integers written by the op before
-        // (QOUT, attention's combine) are reused only by the op appended right after it.
+        let inorm = norm.is_some() && int.as_ref().is_some_and(|q| q.inorm);
+        // The matrix-unit matmul reads its activations as f16 halves, split once for the input.
         let matmul_batch = move |n: u32| !(n == 1 && mv_max >= 1) && n > mv_max.min(MATVEC_TOKENS);
         let split_ops = coop || lab!(self.gpu, split_without_coop).unwrap_or(false);
-        let halves = split_ops.then(|| self.halves(io.x, io.x_stride, w.cols, head, move |b| matmul_batch(b.n_tokens) && (!head || b.all_logits)));
+        let halves = split_ops
+            .then(|| self.halves(input.halves.as_ref(), io.x, io.x_stride, w.cols, head, move |b| matmul_batch(b.n_tokens) && (!head || b.all_logits)));
         // Its output row in the integer form too, for the next op: one part, whole halves from
         // the row's start (the integers' half index and the sums' region count from column 0),
         // and the device's limits (the weights' second view, the integers in and out, the norm's
@@ -464,10 +474,7 @@ impl Builder<'_> {
                 && limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x) >= QUANT_OUT_THREADS
                 && limits.max_compute_workgroup_storage_size >= shared
         });
-        let qout_bufs = qout.map(|n| {
-            let avoid = int.as_ref().map(|(q, _)| q.clone());
-            (self.quant_buffers((out_rows / QUANT_OUT_ROWS) as u64, avoid.as_ref()), n.norm)
-        });
+        let qout_bufs = qout.map(|n| (self.quant_buffers((out_rows / QUANT_OUT_ROWS) as u64, int.as_ref().map(|q| &q.q)), n.norm));
         let qout_kind = match qout {
             None => QuantOut::Off,
             Some(QuantNext { norm: None }) => QuantOut::Plain,
@@ -496,7 +503,7 @@ impl Builder<'_> {
             let bufs = [("p", &p), ("st", &step), ("W", &part.buffer), ("X", io.x), ("Y", io.y)];
             // The matrix-unit form: the halves for X, and with a split the remainders (XL).
             let mm_bufs: Vec<Named<'_>> = match &halves {
-                Some((hi, lo)) if coop => vec![("p", &p), ("st", &step), ("W", &part.buffer), ("X", hi), ("Y", io.y), ("XL", lo)],
+                Some(h) if coop => vec![("p", &p), ("st", &step), ("W", &part.buffer), ("X", &h.hi), ("Y", io.y), ("XL", &h.lo)],
                 _ => bufs.to_vec(),
             };
             // The matrix-vector forms: their own rows (GLU: half) and input (norm: raw + weights),
@@ -544,7 +551,7 @@ impl Builder<'_> {
                 None => tpr_int,
             };
             let one = match &int {
-                Some((xq, xs)) => {
+                Some(Quantized { q: xq, s: xs, .. }) => {
                     let g = Geometry::Rows { tpr: tpr_int, tokens: 1, rpt, span, un, norm: inorm, glu, sg, wide: true, int: true, qout: qout_kind, half };
                     // QOUT's integers out (XQW, XSW) and with QNORM the next norm's weights.
                     let out = qout_bufs.iter().flat_map(|((oq, os), nw)| [("XQW", oq), ("XSW", os)].into_iter().chain(nw.map(|nw| ("NWQ", nw))));
@@ -574,11 +581,25 @@ impl Builder<'_> {
                     }
                 }
             }
+            // The output head's last-row form: batches that want one row of logits compute it
+            // alone, through the fused norm (the integer form's one-token batches keep it: its
+            // quantize op already read the last row).
+            let last_row = head.then(|| {
+                let p = self.uniform("head", &LinearParams { last_only: 1, ..params });
+                let b: Vec<Named<'_>> =
+                    [("p", &p), ("st", &step), ("W", &part.buffer), ("X", mv_x), ("Y", io.y), ("W4", &part.buffer)].into_iter().chain(nw).collect();
+                variants.push((Form::LastRow, self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, rows_geometry(tpr, 1, rpt, un, false)), &b)));
+                grid(part.rows.div_ceil(matvec_rows_per_workgroup(tpr, rpt, sg, QuantOut::Off)))
+            });
             let (large, small) = (large.tile_size(), small.map(|g| g.tile_size()));
             let one_tpr = if int.is_some() { tpr_int } else { tpr };
             let (rows, per_wg, per_wg_multi) =
                 (part.rows, matvec_rows_per_workgroup(one_tpr, rpt, sg, qout_kind), matvec_rows_per_workgroup(tpr.min(64), 1, sg, QuantOut::Off));
+            let int_one = int.is_some() && mv_max >= 1;
             self.op_forms(variants, move |b| {
+                if let Some(g) = last_row.filter(|_| !(b.all_logits || int_one && b.n_tokens == 1)) {
+                    return Some((Form::LastRow, g));
+                }
                 Some(match b.n_tokens {
                     1 if mv_max >= 1 => (Form::OneToken, grid(mv_rows.div_ceil(per_wg))),
                     n if n <= mv_max.min(MATVEC_TOKENS) => (Form::FewTokens, grid(mv_rows.div_ceil(per_wg_multi))),
@@ -592,69 +613,25 @@ impl Builder<'_> {
                 })
             });
             let (wbytes, io) = (part.buffer.size(), (w.cols + (1 + io.accumulate as u32) * part.rows) as u64 * 4);
-            self.traffic(move |b| wbytes + b.n_tokens as u64 * io);
+            let last = wbytes + (w.cols + part.rows) as u64 * 4;
+            self.traffic(move |b| if head && !b.all_logits { last } else { wbytes + b.n_tokens as u64 * io });
+            if head {
+                self.tag("head");
+            }
         }
-        if int.is_some() {
-            self.mark_quantized_read();
-        }
-        if halves.is_some() {
-            self.mark_halves_read();
-        }
-        if let Some((bufs, nw)) = qout_bufs {
-            self.quantized_by(bufs, io.y, io.y_stride, out_rows, nw);
-        }
-        Fused { norm: norm.is_some(), glu, int: int.is_some() }
+        let out = qout_bufs.map(|(bufs, nw)| crate::quantize::written_by_op(bufs, io.y, io.y_stride, out_rows, nw));
+        let fused = Fused { norm: norm.is_some(), glu, int: int.is_some(), out };
+        input.quant = int.or(input.quant.take());
+        input.halves = halves.or(input.halves.take());
+        fused
     }
 
-    /// The output head `logits = W x`: for the batch's last token only (into logits row 0), or
-    /// with [`crate::program::Batch::all_logits`] for every token (as [`Builder::linear`]); `norm`
-    /// as [`Fuse::norm`] (`x` is then the normalised rows the matrix-matrix forms read).
-    pub fn head(&mut self, w: &Matrix, x: &wgpu::Buffer, d: u32, logits: &wgpu::Buffer, vocab: u32, norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>) -> bool {
-        let Fused { norm: fused, int, .. } =
-            self.linear_op(w, Io { x, x_stride: d, y: logits, y_stride: vocab, y0: 0, accumulate: false }, Fuse { norm, ..Default::default() }, true);
-        // Its ops, one per part (after the quantize op of the integer form and the matrix-unit
-        // form's split op, if any).
-        let first = self.program.ops.len() - w.parts.len();
-        let norm = norm.filter(|_| fused);
-        let (span, rpt, sg) = (span(self.gpu, w.ty), head_rows_per_thread(self.gpu, w.ty), self.gpu.reduce_subgroup());
-        let wide = wide_fused(self.gpu, w.ty, w.cols, norm.is_some());
-        let un = spans_or_pieces_per_step(self.gpu, span, wide);
-        for (i, part) in w.parts.iter().enumerate() {
-            let tpr = lab!(self.gpu, head_tpr).unwrap_or_else(|| threads_per_row_of(self.gpu, w.ty, part.rows, w.cols, wide));
-            let params = LinearParams {
-                rows: part.rows,
-                cols: w.cols,
-                x_stride: d,
-                y_stride: vocab,
-                y0: part.row_start,
-                accumulate: 0,
-                last_only: 1,
-                eps: norm.map_or(0.0, |n| n.2),
-            };
-            let p = self.uniform("head", &params);
-            let step = self.step.clone();
-            let head_x = norm.map_or(x, |n| n.0);
-            let bufs: Vec<Named<'_>> = [("p", &p), ("st", &step), ("W", &part.buffer), ("X", head_x), ("Y", logits), ("W4", &part.buffer)]
-                .into_iter()
-                .chain(norm.map(|n| ("NW", n.1)))
-                .collect();
-            let geometry =
-                Geometry::Rows { tpr, tokens: 1, rpt, span, un, norm: norm.is_some(), glu: false, sg, wide, int: false, qout: QuantOut::Off, half: false };
-            let last = self.variant(PipelineKey::weights(Kernel::Matvec, w.ty, w.cols, geometry), &bufs);
-            let op = &mut self.program.ops[first + i];
-            op.tag = "head";
-            let last_index = op.variants.len();
-            op.variants.push(last);
-            let all = std::mem::replace(&mut op.plan, Box::new(|_| None));
-            let rows = part.rows;
-            let per_wg = matvec_rows_per_workgroup(tpr, rpt, sg, QuantOut::Off);
-            // One token: its row is the last, and the linear op's one-token form may be the
-            // integer one, after the quantize op that only such batches run.
-            op.plan = Box::new(move |b| if b.all_logits || (int && b.n_tokens == 1) { all(b) } else { Some((last_index, grid(rows.div_ceil(per_wg)))) });
-            let all = std::mem::replace(&mut op.traffic, Box::new(|_| 0));
-            let last = part.buffer.size() + (w.cols + rows) as u64 * 4;
-            op.traffic = Box::new(move |b| if b.all_logits { all(b) } else { last });
-        }
-        fused
+    /// The output head `logits = W x` (`io.y`: `[rows][vocab]`): for the batch's last token only
+    /// (into logits row 0), or with [`crate::program::Batch::all_logits`] for every token (as
+    /// [`Builder::linear`]); `norm` as [`Fuse::norm`] (`io.x` is then the normalised rows the
+    /// matrix-matrix forms read); `input` as [`Builder::linear_fused`]'s. Returns whether the norm
+    /// was fused in.
+    pub fn head(&mut self, w: &Matrix, io: Io<'_>, norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>, input: &mut Derived) -> bool {
+        self.linear_op(w, io, Fuse { norm, ..Default::default() }, input, true).norm
     }
 }

@@ -6,18 +6,18 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::attention::{self, AttentionIo};
+use crate::attention;
 use crate::config::{Config, KvType};
 use crate::error::{Error, Result};
+use crate::forward::{Activations, Fusion};
 use crate::gguf::Gguf;
 use crate::gpu::Gpu;
 use crate::inputs::StepInputs;
-use crate::linear::{quant_out, Fuse, Io, QuantNext, MATVEC_TOKENS};
 use crate::plan::{LoadPlan, PlanOptions};
 use crate::program::{Batch, Builder, Dispatch, Program, Step};
 use crate::sample::Picker;
 use crate::topk::TopK;
-use crate::weights::{Ffn, Progress, TensorSource, Weights};
+use crate::weights::{Progress, TensorSource, Weights};
 
 mod generate;
 
@@ -44,6 +44,8 @@ pub struct Llama {
     gpu: Gpu,
     /// The validated hyperparameters.
     pub config: Config,
+    /// The decode fusions in force ([`Fusion::of`]).
+    pub fusion: Fusion,
     weights: Weights,
     program: Program,
     /// Run once before the first batch: the weights' regrouping ([`crate::repack`]), which must
@@ -136,99 +138,11 @@ impl Llama {
             b.repack(&r);
         }
 
-        // Activations: at least MATVEC_TOKENS rows (the multi-token matvec reads that many).
-        let rows = batch.max(MATVEC_TOKENS) as u64;
-        let (d, q, kv) = (cfg.d, cfg.q_dim(), cfg.kv_dim());
-        let qs = q + 2 * kv;
-        let ffw = if cfg.is_moe() { cfg.topk * cfg.ff } else { cfg.ff };
         let logit_rows = (ALL_LOGITS_BYTES / (cfg.vocab as u64 * 4)).clamp(1, batch as u64) as u32;
-        let x = b.storage("x", rows * d as u64 * 4);
-        let xn = b.storage("xn", rows * d as u64 * 4);
-        let qkv = b.storage("qkv", rows * qs as u64 * 4);
-        let att = b.storage("att", rows * q as u64 * 4);
-        let gu = b.storage("gate|up", rows * 2 * ffw as u64 * 4);
-        let logits = b.storage("logits", logit_rows as u64 * cfg.vocab as u64 * 4);
-        let router = b.storage("router", rows * cfg.experts.max(1) as u64 * 4);
-        let sel = b.storage("sel", rows * cfg.topk.max(1) as u64 * 4);
-        let gate = b.storage("gate", rows * cfg.topk.max(1) as u64 * 4);
-        let partials = b.storage("attention partials", attention::partials_bytes(&cfg));
-        let tokens = b.storage("tokens", rows * 4);
-        let rope = gpu.storage_with("rope", bytemuck::cast_slice(&crate::rope::table(&cfg, weights.rope_freqs.as_deref(), cfg.ctx)));
-        b.buffers.push(rope.clone());
-
-        b.embed(&weights.embd, &tokens, &x);
-        // Decode fusions (linear::Fuse): the matrix-vector forms normalise x themselves, and
-        // the dense gate/up projection applies SwiGLU when it is one matrix of one part.
-        let fuse = crate::policy::fused(gpu);
-        let rope_fused = attention::fuses_rope(gpu, &cfg);
-        // The residual stream's writers, and the SwiGLU matvec, also write the next linear op's
-        // integer activations where it reads them (Fuse::quant_out): no quantize dispatch.
-        let (qout, qout_glu) = (fuse && quant_out(gpu, false), fuse && quant_out(gpu, true));
-        // The value projection may write the token's value into the cache only where one-token
-        // attention then reads it there (RoPE fused) and one-token batches take
-        // the matrix-vector form (Fuse::cache_row).
-        let v_to_cache = gpu.switches().v_to_cache.unwrap_or(true) && rope_fused && crate::linear::matvec_tokens(gpu) >= 1;
-        for (l, lw) in weights.layers.iter().enumerate() {
-            let k_cache = b.storage("k cache", kv_bytes);
-            let v_cache = b.storage("v cache", kv_bytes);
-            b.rmsnorm(d, cfg.eps, &x, &lw.attn_norm, &xn, fuse);
-            let norm = Fuse { norm: Some((&x, &lw.attn_norm, cfg.eps)), ..Default::default() };
-            // A value projection of its own writes decode's value into the cache (Fuse::cache_row).
-            let mut v_cached = false;
-            for (m, y0) in &lw.qkv {
-                let f16 = cfg.kv == KvType::F16;
-                let v_alone = v_to_cache && *y0 == q + kv && m.rows == kv && (!f16 || crate::linear::writes_f16_rows(gpu, m));
-                let cache_row = v_alone.then_some((&v_cache, kv, f16));
-                b.linear_fused(m, Io { x: &xn, x_stride: d, y: &qkv, y_stride: qs, y0: *y0, accumulate: false }, Fuse { cache_row, ..norm });
-                v_cached |= v_alone;
-            }
-            b.rope_kv(&cfg, &qkv, qs, &rope, &k_cache, &v_cache, rope_fused);
-            let rope = rope_fused.then_some(&rope);
-            let quantize = b.int_form(&lw.o);
-            let io = AttentionIo { qkv: &qkv, q_stride: qs, k_cache: &k_cache, v_cache: &v_cache, out: &att, partials: &partials, rope, quantize, v_cached };
-            b.attention(&cfg, io);
-            let ffn_in = match &lw.ffn {
-                Ffn::Dense { gate_up, .. } => next_int(&b, qout, gate_up.first().map(|m| &m.0), Some(&lw.ffn_norm)),
-                Ffn::Moe { .. } => None,
-            };
-            b.linear_fused(&lw.o, Io { x: &att, x_stride: q, y: &x, y_stride: d, y0: 0, accumulate: true }, Fuse { quant_out: ffn_in, ..Default::default() });
-            match &lw.ffn {
-                Ffn::Dense { gate_up, down } => {
-                    b.rmsnorm(d, cfg.eps, &x, &lw.ffn_norm, &xn, fuse);
-                    let glu = fuse && matches!(&gate_up[..], [(m, _)] if m.parts.len() == 1);
-                    let down_in = next_int(&b, qout_glu, Some(down).filter(|_| glu), None);
-                    let norm = Fuse { norm: Some((&x, &lw.ffn_norm, cfg.eps)), glu, quant_out: down_in, cache_row: None };
-                    for (m, y0) in gate_up {
-                        b.linear_fused(m, Io { x: &xn, x_stride: d, y: &gu, y_stride: 2 * ffw, y0: *y0, accumulate: false }, norm);
-                    }
-                    b.swiglu(ffw, ffw, 2 * ffw, &gu, glu);
-                    // The next layer's q/k/v, or the output head, read the stream next.
-                    let next = match weights.layers.get(l + 1) {
-                        Some(n) => next_int(&b, qout, n.qkv.first().map(|m| &m.0), Some(&n.attn_norm)),
-                        None => next_int(&b, qout, Some(&weights.output), Some(&weights.out_norm)),
-                    };
-                    b.linear_fused(
-                        down,
-                        Io { x: &gu, x_stride: 2 * ffw, y: &x, y_stride: d, y0: 0, accumulate: true },
-                        Fuse { quant_out: next, ..Default::default() },
-                    );
-                }
-                Ffn::Moe { router: wr, gate: wg, up, down } => {
-                    let e = cfg.experts;
-                    // The expert kernels read the normalised rows.
-                    b.rmsnorm(d, cfg.eps, &x, &lw.ffn_norm, &xn, false);
-                    b.linear(wr, Io { x: &xn, x_stride: d, y: &router, y_stride: e, y0: 0, accumulate: false });
-                    b.moe_select(e, cfg.topk, &router, &sel, &gate);
-                    b.matvec_exp(wg, cfg.topk, &sel, &xn, d, &gu, 2 * ffw, 0);
-                    b.matvec_exp(up, cfg.topk, &sel, &xn, d, &gu, 2 * ffw, ffw);
-                    b.swiglu(ffw, ffw, 2 * ffw, &gu, false);
-                    b.moe_down(down, cfg.topk, &sel, &gate, &gu, 2 * ffw, &x);
-                }
-            }
-        }
-        b.rmsnorm(d, cfg.eps, &x, &weights.out_norm, &xn, fuse);
-        b.head(&weights.output, &xn, d, &logits, cfg.vocab, Some((&x, &weights.out_norm, cfg.eps)));
-
+        let a = Activations::new(&mut b, &cfg, &weights, batch, logit_rows);
+        let fusion = Fusion::of(gpu, &cfg);
+        crate::forward::build(&mut b, &cfg, &weights, &a, fusion, kv_bytes);
+        let Activations { logits, tokens, .. } = a;
         let topk = TopK::build(&mut b, &logits, cfg.vocab);
         let picker = Picker::build(&mut b, &logits, &tokens, &topk, cfg.ctx);
         let Builder { program, setup, buffers, step, .. } = b;
@@ -236,6 +150,7 @@ impl Llama {
         Ok(Llama {
             gpu: gpu.clone(),
             config: cfg,
+            fusion,
             weights,
             program,
             setup: RefCell::new(Some(setup)),
@@ -674,11 +589,4 @@ impl Llama {
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
     }
-}
-
-/// [`crate::linear::Fuse::quant_out`] for a linear op whose output the linear op on `m` reads
-/// next (through the RMSNorm weights `norm`, if any): where it is `on` ([`quant_out`], with the
-/// decode fusions) and `m`'s one-token form is the integer one.
-fn next_int<'a>(b: &Builder, on: bool, m: Option<&crate::weights::Matrix>, norm: Option<&'a wgpu::Buffer>) -> Option<QuantNext<'a>> {
-    m.filter(|m| on && b.int_form(m)).map(|_| QuantNext { norm })
 }

@@ -270,7 +270,7 @@ pub async fn linear_fused(
             Some((xn, nwb, eps)) => (xn, Some((&xb, nwb, *eps))),
             None => (&xb, None),
         };
-        let fused = b.linear_fused(&w, io(x_in), Fuse { norm: fused_norm, glu: fuse_glu, ..Default::default() });
+        let fused = b.linear_fused(&w, io(x_in), Fuse { norm: fused_norm, glu: fuse_glu, ..Default::default() }, &mut Default::default());
         debug_assert_eq!((fused.norm, fused.glu), (fused_norm.is_some() && fuse, fuse_glu));
         if glu {
             b.swiglu(rows / 2, rows / 2, rows, &y, fuse_glu);
@@ -429,8 +429,8 @@ pub async fn split(gpu: &Gpu, x: &[f32], x_stride: u32, cols: u32) -> Result<(Ve
     let words = n as u64 * crate::split::halves_stride(cols) as u64 / 2;
     let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
         let xb = input(b, "oneshot x", x, 1);
-        let (hi, lo) = b.halves(&xb, x_stride, cols, false, |_| true);
-        Ok(vec![(hi, words), (lo, words)])
+        let h = b.halves(None, &xb, x_stride, cols, false, |_| true);
+        Ok(vec![(h.hi, words), (h.lo, words)])
     })
     .await?;
     // Read back as f32 words: two f16s each, low half first.

@@ -100,7 +100,6 @@ impl Builder<'_> {
         let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
         self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [if rows > 0 { b.n_tokens.div_ceil(rows) } else { b.n_tokens }, 1, 1])));
         self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
-        self.pass_quantized((mv == 0).then_some(y));
     }
 
     /// RoPE on each token's q and k (rows of `[q | k | v]` of `qkv_stride` floats, position
@@ -138,6 +137,5 @@ impl Builder<'_> {
         let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
         self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [n.div_ceil(64), b.n_tokens, 1])));
         self.traffic(move |b| b.n_tokens as u64 * n as u64 * 12);
-        self.pass_quantized((mv == 0).then_some(gu));
     }
 }

@@ -230,12 +230,8 @@ pub struct Builder<'a> {
     pub buffers: Vec<wgpu::Buffer>,
     /// The per-batch [`Step`] uniform.
     pub step: wgpu::Buffer,
-    /// The quantised activations of the integer matrix-vector form ([`Builder::quantized`]).
-    pub quant: Option<crate::reuse::Scratch>,
     /// The buffers the quantised activations are written to ([`Builder::quant_buffers`]).
     pub quant_pool: Vec<(wgpu::Buffer, wgpu::Buffer)>,
-    /// The f16 halves of the matrix-unit matmul's activations ([`Builder::halves`]).
-    pub halves: Option<crate::reuse::Halves>,
     /// The buffers they are written to.
     pub halves_pool: Vec<(wgpu::Buffer, wgpu::Buffer)>,
 }
@@ -251,9 +247,7 @@ impl<'a> Builder<'a> {
             setup: Program::default(),
             buffers: vec![step.clone()],
             step,
-            quant: None,
             quant_pool: Vec::new(),
-            halves: None,
             halves_pool: Vec::new(),
         }
     }
@@ -299,6 +293,13 @@ impl<'a> Builder<'a> {
     pub fn traffic(&mut self, f: impl Fn(&Batch) -> u64 + 'static) {
         if let Some(op) = self.program.ops.last_mut() {
             op.traffic = Box::new(f);
+        }
+    }
+
+    /// Sets the [`Op::tag`] of the op appended last.
+    pub fn tag(&mut self, tag: &'static str) {
+        if let Some(op) = self.program.ops.last_mut() {
+            op.tag = tag;
         }
     }
 

@@ -11,7 +11,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::kernels::{Kernel, PipelineKey};
 use crate::program::{Batch, Builder};
-use crate::reuse::Scratch;
+use crate::reuse::Quantized;
 
 /// Values per quantisation block (one run of 16 weights in the matrix-vector kernel).
 pub const HALF: u32 = 16;
@@ -42,15 +42,13 @@ pub struct QuantizeParams {
 
 impl Builder<'_> {
     /// The last token row of `x` (`[tokens][x_stride]`, `cols` values; with `norm = (weights,
-    /// eps)` RMSNorm'd first) quantised for the integer matrix-vector form, as (integers, scales)
-    /// buffers: appends the quantize op (one-token batches only) unless the op appended last
-    /// wrote them ([`Builder::quantized_by`]: with a norm, then in the form
-    /// [`Builder::quantized_inorm`] names) or read the same input
-    /// ([`Builder::mark_quantized_read`]).
-    pub fn quantized(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, norm: Option<(&wgpu::Buffer, f32)>) -> (wgpu::Buffer, wgpu::Buffer) {
-        let key = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
-        if let Some(s) = self.quant.as_ref().filter(|s| s.at == self.program.ops.len() && s.key == key) {
-            return (s.q.clone(), s.s.clone());
+    /// eps)` RMSNorm'd first) in the integer form for the integer matrix-vector kernel: `given`
+    /// where it is of exactly that row (handed on by the op that made it, [`crate::reuse::Derived`]), else a
+    /// quantize op appended now (one-token batches only).
+    pub fn quantized(&mut self, given: Option<&Quantized>, x: &wgpu::Buffer, x_stride: u32, cols: u32, norm: Option<(&wgpu::Buffer, f32)>) -> Quantized {
+        let of = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
+        if let Some(q) = given.filter(|q| q.of == of) {
+            return q.clone();
         }
         let pair = self.quant_buffers((cols / HALF) as u64, None);
         self.quantize_into(pair, x, x_stride, cols, norm, |_| true)
@@ -58,8 +56,7 @@ impl Builder<'_> {
 
     /// [`Builder::quantized`]'s quantize op, into `(q, s)` (from [`Builder::quant_buffers`],
     /// taken earlier by an op that writes them on the other batches, bound before this op
-    /// exists), run only on the one-token batches for which `when` holds (the other op writes
-    /// the integers on the others, see [`Builder::mark_quantized_read`]); returns them.
+    /// exists), run only on the one-token batches for which `when` holds.
     pub fn quantize_into(
         &mut self,
         (q, s): (wgpu::Buffer, wgpu::Buffer),
@@ -68,9 +65,9 @@ impl Builder<'_> {
         cols: u32,
         norm: Option<(&wgpu::Buffer, f32)>,
         when: impl Fn(&Batch) -> bool + 'static,
-    ) -> (wgpu::Buffer, wgpu::Buffer) {
+    ) -> Quantized {
         assert!(cols % HALF == 0 && x_stride % 4 == 0, "quantised rows are whole halves of vec4 rows");
-        let key = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
+        let of = (x.clone(), norm.map(|n| n.0.clone()), x_stride, cols);
         let halves = (cols / HALF) as u64;
         let params = QuantizeParams { n: cols, eps: norm.map_or(0.0, |n| n.1), norm: norm.is_some() as u32, x_stride };
         let p = self.uniform("quantize", &params);
@@ -81,17 +78,7 @@ impl Builder<'_> {
         self.op(vec![v], move |b| (b.n_tokens == 1 && when(b)).then_some((0, [groups, 1, 1])));
         let reads = 1 + norm.is_some() as u64;
         self.traffic(move |_| reads * cols as u64 * 4 + halves * (HALF_BYTES + 8));
-        self.quant = Some(Scratch { q: q.clone(), s: s.clone(), key, at: self.program.ops.len(), inorm: false });
-        // The next linear op on the input the halves came from still reuses them.
-        self.pass_halves();
-        (q, s)
-    }
-
-    /// Whether the activations [`Builder::quantized`] returned last are of the row times the
-    /// norm's weights, the RMS left to the matrix-vector kernel (`INORM`): where the linear op
-    /// before wrote them ([`Builder::quantized_by`]).
-    pub fn quantized_inorm(&self) -> bool {
-        self.quant.as_ref().is_some_and(|s| s.inorm)
+        Quantized { q, s, of, inorm: false }
     }
 
     /// Buffers for `halves` halves' integers and scales, other than `avoid` (the ones an op that
@@ -105,32 +92,11 @@ impl Builder<'_> {
         self.quant_pool.push(pair.clone());
         pair
     }
+}
 
-    /// Records that the op appended last wrote, for one-token batches, the quantised form of
-    /// its output `y` (`[tokens][y_stride]`, `cols` values; with `norm`, times those weights,
-    /// each half's sum of squares of `y` after the row's scales: see `quantize_half.wgsl`) in
-    /// `(q, s)`: the next [`Builder::quantized`] of that row needs no quantize op.
-    pub fn quantized_by(&mut self, (q, s): (wgpu::Buffer, wgpu::Buffer), y: &wgpu::Buffer, y_stride: u32, cols: u32, norm: Option<&wgpu::Buffer>) {
-        let key = (y.clone(), norm.cloned(), y_stride, cols);
-        self.quant = Some(Scratch { q, s, key, at: self.program.ops.len(), inorm: norm.is_some() });
-    }
-
-    /// Records that the op appended last writes, for one-token batches, `writes` (`None`:
-    /// nothing, it skips them): unless that is the quantised activations' input, they stay
-    /// valid across it.
-    pub fn pass_quantized(&mut self, writes: Option<&wgpu::Buffer>) {
-        let len = self.program.ops.len();
-        if let Some(s) = self.quant.as_mut().filter(|s| s.at + 1 == len && writes != Some(&s.key.0)) {
-            s.at = len;
-        }
-    }
-
-    /// Records that the op appended last read the quantised activations (or, for the batches
-    /// their quantize op skips, wrote them), so that the next linear op on the same input reuses
-    /// them.
-    pub fn mark_quantized_read(&mut self) {
-        if let Some(s) = self.quant.as_mut() {
-            s.at = self.program.ops.len();
-        }
-    }
+/// The integer form of `y` (`[tokens][y_stride]`, `cols` values) that an op writes into `(q, s)`
+/// for one-token batches; with `norm`, times those weights, each half's sum of squares of `y`
+/// after the row's scales (see `quantize_half.wgsl`): the reader divides by the RMS (`INORM`).
+pub fn written_by_op((q, s): (wgpu::Buffer, wgpu::Buffer), y: &wgpu::Buffer, y_stride: u32, cols: u32, norm: Option<&wgpu::Buffer>) -> Quantized {
+    Quantized { q, s, of: (y.clone(), norm.cloned(), y_stride, cols), inorm: norm.is_some() }
 }

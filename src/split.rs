@@ -29,13 +29,21 @@ pub fn halves_stride(cols: u32) -> u32 {
 
 impl Builder<'_> {
     /// `x` (`[tokens][x_stride]`, `cols` values) as f16 halves `(hi, lo)`, each `[tokens][LD]`
-    /// with LD = [`halves_stride`]: appends a split op, run on the batches `when` holds for
-    /// (`head`: the output head's, whose `when` is narrower), unless the op appended last read
-    /// the same halves ([`Builder::mark_halves_read`]).
-    pub fn halves(&mut self, x: &wgpu::Buffer, x_stride: u32, cols: u32, head: bool, when: impl Fn(&Batch) -> bool + 'static) -> (wgpu::Buffer, wgpu::Buffer) {
-        let key = (x.clone(), x_stride, cols, head);
-        if let Some(h) = self.halves.as_ref().filter(|h| h.at == self.program.ops.len() && h.key == key) {
-            return (h.hi.clone(), h.lo.clone());
+    /// with LD = [`halves_stride`]: `given` where it is of exactly that input (handed on by the
+    /// linear op before, [`crate::reuse::Derived`]), else a split op appended now, run on the
+    /// batches `when` holds for (`head`: the output head's, whose `when` is narrower).
+    pub fn halves(
+        &mut self,
+        given: Option<&Halves>,
+        x: &wgpu::Buffer,
+        x_stride: u32,
+        cols: u32,
+        head: bool,
+        when: impl Fn(&Batch) -> bool + 'static,
+    ) -> Halves {
+        let of = (x.clone(), x_stride, cols, head);
+        if let Some(h) = given.filter(|h| h.of == of) {
+            return h.clone();
         }
         let ld = halves_stride(cols);
         // As many token rows as `x` has (the matmul reads no row past the batch).
@@ -55,24 +63,6 @@ impl Builder<'_> {
         let groups = (ld / 4).div_ceil(64);
         self.op(vec![v], move |b| when(b).then_some((0, [groups, b.n_tokens, 1])));
         self.traffic(move |b| b.n_tokens as u64 * (cols + ld) as u64 * 4);
-        self.halves = Some(Halves { hi: hi.clone(), lo: lo.clone(), key, at: self.program.ops.len() });
-        (hi, lo)
-    }
-
-    /// Records that the op appended last read the halves, so that the next linear op on the
-    /// same input reuses them.
-    pub fn mark_halves_read(&mut self) {
-        if let Some(h) = self.halves.as_mut() {
-            h.at = self.program.ops.len();
-        }
-    }
-
-    /// Records that the op appended last writes nothing the halves were split from (a quantize
-    /// op: its integers only), so that they stay valid across it.
-    pub fn pass_halves(&mut self) {
-        let len = self.program.ops.len();
-        if let Some(h) = self.halves.as_mut().filter(|h| h.at + 1 == len) {
-            h.at = len;
-        }
+        Halves { hi, lo, of }
     }
 }

@@ -84,7 +84,7 @@ fn run_generate_prints_the_same_ids_as_run() {
 }
 
 /// `plan` prints the batches a forward runs (the prompt in chunks of the load's batch) and each
-/// batch's dispatches: one output head a batch, attention in every layer, a one-token batch as
+/// batch's dispatches (after the decode fusions in force): one output head a batch, attention in every layer, a one-token batch as
 /// many dispatches as `run` reports a token takes; a span past the context is refused.
 #[test]
 fn plan_prints_each_batch_and_its_dispatches() {
@@ -97,6 +97,8 @@ fn plan_prints_each_batch_and_its_dispatches() {
     let (ok, out) = cli(&["plan", m, "--tokens", "1", "--start", "3"]);
     assert!(ok, "{out}");
     assert!(out.contains(&format!("batch 0: 1 tokens at position 3, 1 key splits: {per_token} dispatches")), "{out}");
+    // lavapipe is a CPU adapter: its forms fuse RMSNorm and SwiGLU into the matrix-vector kernels.
+    assert!(out.lines().any(|l| l.starts_with("decode fusions: ") && l.contains("rmsnorm+swiglu in matvec")), "{out}");
     let layers = 5; // stories260K
     let (ok, out) = cli(&["plan", m, "--tokens", "600", "--ctx", "700"]);
     assert!(ok, "{out}");

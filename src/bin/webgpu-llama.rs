@@ -341,6 +341,7 @@ mod cli {
                     );
                 }
                 println!("adapter: {}", gpu.adapter_info);
+                println!("decode fusions: {}", llama.fusion);
                 for (i, batch) in llama.batches(tokens, start, all_logits).iter().enumerate() {
                     let dispatches = llama.dispatches(batch);
                     let total: u64 = dispatches.iter().map(|d| d.bytes).sum();
