@@ -411,6 +411,47 @@ pub async fn swiglu(gpu: &Gpu, gu: &[f32], f: u32) -> Result<Vec<f32>> {
     Ok(out.remove(0).chunks(2 * f as usize).flat_map(|r| r[..f as usize].to_vec()).collect())
 }
 
+/// `y + bias` for each row of `y` (n x `stride`), the bias over its first `bias.len()` values.
+///
+/// # Errors
+/// [`Error::Input`] for a length that is not whole rows or a bias wider than a row; [`Error::Gpu`].
+pub async fn bias(gpu: &Gpu, y: &[f32], stride: u32, bias: &[f32]) -> Result<Vec<f32>> {
+    if bias.len() as u64 > stride as u64 {
+        return Err(Error::Input(format!("a bias of {} values does not fit rows of {stride}", bias.len())));
+    }
+    let n = tokens_of("y", y.len(), stride)?;
+    let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
+        let yb = input(b, "oneshot y", y, 1);
+        let bb = input(b, "oneshot bias", bias, 1);
+        b.bias(bias.len() as u32, stride, &bb, &yb);
+        Ok(vec![(yb, y.len() as u64)])
+    })
+    .await?;
+    Ok(out.remove(0))
+}
+
+/// Each row of `y` (n x `stride`) with its first `n_q` heads of `wq.len()` values RMSNorm'd
+/// with weights `wq` and the `n_kv` after them with `wk` (`shaders/head_norm.wgsl`).
+///
+/// # Errors
+/// [`Error::Input`] for weights of different lengths, heads that do not fit a row, or a length
+/// that is not whole rows; [`Error::Gpu`].
+pub async fn head_norm(gpu: &Gpu, y: &[f32], stride: u32, (n_q, n_kv): (u32, u32), wq: &[f32], wk: &[f32], eps: f32) -> Result<Vec<f32>> {
+    let hd = wq.len() as u32;
+    if wk.len() != wq.len() || (n_q as u64 + n_kv as u64) * hd as u64 > stride as u64 {
+        return Err(Error::Input(format!("{n_q} + {n_kv} heads of {} and {} values in rows of {stride}", wq.len(), wk.len())));
+    }
+    let n = tokens_of("y", y.len(), stride)?;
+    let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
+        let yb = input(b, "oneshot y", y, 1);
+        let (qb, kb) = (input(b, "oneshot wq", wq, 1), input(b, "oneshot wk", wk, 1));
+        b.head_norm(hd, n_q, n_kv, stride, eps, &qb, &kb, &yb);
+        Ok(vec![(yb, y.len() as u64)])
+    })
+    .await?;
+    Ok(out.remove(0))
+}
+
 /// The first `cols` values of each row of `x` (`n x x_stride`) as the matrix-unit matmul's f16
 /// halves (`shaders/split.wgsl`): `(hi, lo)`, each `n x` [`crate::split::halves_stride`]`(cols)`
 /// values (the f16s widened to f32), rows padded with zeros.

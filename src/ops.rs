@@ -58,6 +58,32 @@ pub struct RopeParams {
     pub pad: [u32; 3],
 }
 
+/// `struct P` of `shaders/bias.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct BiasParams {
+    /// Values of the bias (columns added per token row).
+    pub n: u32,
+    /// Floats per token row.
+    pub stride: u32,
+    /// Padding to 16 bytes.
+    pub pad: [u32; 2],
+}
+
+/// `struct P` of `shaders/head_norm.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct HeadNormParams {
+    /// Values per head.
+    pub hd: u32,
+    /// Query heads (the key heads follow them in a row).
+    pub n_q: u32,
+    /// Floats per token row.
+    pub stride: u32,
+    /// RMSNorm epsilon.
+    pub eps: f32,
+}
+
 /// `struct P` of `shaders/swiglu.wgsl`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -137,5 +163,26 @@ impl Builder<'_> {
         let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
         self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [n.div_ceil(64), b.n_tokens, 1])));
         self.traffic(move |b| b.n_tokens as u64 * n as u64 * 12);
+    }
+
+    /// `y[t][i] += bias[i]` for `i < n` in every token row of `y` (rows of `stride` floats): a
+    /// linear op's additive bias (Qwen2's q/k/v biases).
+    pub fn bias(&mut self, n: u32, stride: u32, bias: &wgpu::Buffer, y: &wgpu::Buffer) {
+        let p = self.uniform("bias", &BiasParams { n, stride, pad: [0; 2] });
+        let step = self.step.clone();
+        self.plain(PipelineKey::plain(Kernel::Bias), &[("p", &p), ("st", &step), ("b", bias), ("y", y)], move |b| [n.div_ceil(64), b.n_tokens, 1]);
+        self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
+    }
+
+    /// RMSNorm of each head in place (`hd` values; weights `wq` for the first `n_q` heads of a
+    /// row, `wk` for the `n_kv` after them) in every token row of `y` (rows of `stride` floats):
+    /// the per-head q and k norms before RoPE (Qwen3, Gemma 3).
+    #[allow(clippy::too_many_arguments)]
+    pub fn head_norm(&mut self, hd: u32, n_q: u32, n_kv: u32, stride: u32, eps: f32, wq: &wgpu::Buffer, wk: &wgpu::Buffer, y: &wgpu::Buffer) {
+        let p = self.uniform("head_norm", &HeadNormParams { hd, n_q, stride, eps });
+        let step = self.step.clone();
+        let heads = n_q + n_kv;
+        self.plain(PipelineKey::plain(Kernel::HeadNorm), &[("p", &p), ("st", &step), ("wq", wq), ("wk", wk), ("y", y)], move |b| [heads, b.n_tokens, 1]);
+        self.traffic(move |b| (2 * b.n_tokens as u64 * heads as u64 + 2) * hd as u64 * 4);
     }
 }

@@ -86,6 +86,50 @@ fn swiglu() {
     }
 }
 
+/// `bias.wgsl`: the bias over the first columns of each row, the rest untouched.
+#[test]
+fn bias() {
+    let gpu = gpu(false);
+    let mut rng = Rng(21);
+    for &n in &TOKENS {
+        let (cols, stride) = (150usize, 157u32);
+        let y = rng.vec(n as usize * stride as usize);
+        let b = rng.vec(cols);
+        let got = block_on(oneshot::bias(&gpu, &y, stride, &b)).unwrap();
+        let want: Vec<f64> =
+            y.chunks(stride as usize).flat_map(|r| r.iter().enumerate().map(|(i, &v)| v as f64 + b.get(i).map_or(0.0, |&b| b as f64))).collect();
+        assert_close(&format!("bias T={n}"), &got, &want, 1e-6);
+    }
+}
+
+/// `head_norm.wgsl`: each q head and k head RMSNorm'd with its own weights (head dims of one
+/// workgroup's width, more, and not a multiple of it), v and the row's padding untouched.
+#[test]
+fn head_norm() {
+    let gpu = gpu(false);
+    let mut rng = Rng(22);
+    for (i, &n) in TOKENS.iter().enumerate() {
+        let (hd, n_q, n_kv) = [(64usize, 4usize, 2usize), (128, 2, 1), (40, 3, 3)][i % 3];
+        let stride = (n_q + 2 * n_kv) * hd + 3;
+        let y: Vec<f32> = rng.vec(n as usize * stride).iter().map(|v| 4.0 * v).collect();
+        let (wq, wk) = (rng.vec(hd), rng.vec(hd));
+        let got = block_on(oneshot::head_norm(&gpu, &y, stride as u32, (n_q as u32, n_kv as u32), &wq, &wk, 1e-6)).unwrap();
+        let want: Vec<f64> = y
+            .chunks(stride)
+            .flat_map(|r| {
+                let mut out = f64s(r);
+                for h in 0..n_q + n_kv {
+                    let w = if h < n_q { &wq } else { &wk };
+                    let normed = reference::rmsnorm(&out[h * hd..(h + 1) * hd], &f64s(w), 1e-6);
+                    out[h * hd..(h + 1) * hd].copy_from_slice(&normed);
+                }
+                out
+            })
+            .collect();
+        assert_close(&format!("head_norm T={n} hd={hd}"), &got, &want, 1e-5);
+    }
+}
+
 /// `split.wgsl`, the matrix-unit matmul's input: hi is x rounded to 11 significant bits (hi16's
 /// rounding, done here on the CPU) as an f16, within half an f16 step of x; hi + lo is x within
 /// the f16 rounding of the remainder; each row, read at a stride wider than its values, is

@@ -76,6 +76,10 @@ pub enum Kernel {
     MoeDown,
     /// SwiGLU activation.
     Swiglu,
+    /// `y += b` over token rows (`shaders/bias.wgsl`).
+    Bias,
+    /// RMSNorm of each q and k head (`shaders/head_norm.wgsl`).
+    HeadNorm,
     /// Top-k of the logits (two stages).
     TopK,
     /// A plain read of a buffer: the bench's measured read bandwidth.
@@ -101,7 +105,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 26] = [
+    pub const ALL: [Kernel; 28] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -119,6 +123,8 @@ impl Kernel {
         Kernel::MatvecExp,
         Kernel::MoeDown,
         Kernel::Swiglu,
+        Kernel::Bias,
+        Kernel::HeadNorm,
         Kernel::TopK,
         Kernel::Stream,
         Kernel::Repack,
@@ -150,6 +156,8 @@ impl Kernel {
             Kernel::MatvecExp => include_str!("../../shaders/matvec_exp.wgsl"),
             Kernel::MoeDown => include_str!("../../shaders/moe_down.wgsl"),
             Kernel::Swiglu => include_str!("../../shaders/swiglu.wgsl"),
+            Kernel::Bias => include_str!("../../shaders/bias.wgsl"),
+            Kernel::HeadNorm => include_str!("../../shaders/head_norm.wgsl"),
             Kernel::TopK => include_str!("../../shaders/topk.wgsl"),
             Kernel::Stream => include_str!("../../shaders/stream.wgsl"),
             Kernel::Repack => include_str!("../../shaders/repack.wgsl"),
@@ -182,6 +190,8 @@ impl Kernel {
             Kernel::MatvecExp => "matvec_exp",
             Kernel::MoeDown => "moe_down",
             Kernel::Swiglu => "swiglu",
+            Kernel::Bias => "bias",
+            Kernel::HeadNorm => "head_norm",
             Kernel::TopK => "topk",
             Kernel::Stream => "stream",
             Kernel::Repack => "repack",
