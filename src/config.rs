@@ -108,6 +108,9 @@ pub struct Config {
     pub has_rope_freqs: bool,
     /// The KV cache's element type: [`KvType::F32`] unless set at load.
     pub kv: KvType,
+    /// RoPE rotates the pairs `(j, j + n_rot / 2)` of each head (llama.cpp's NEOX type) instead of
+    /// adjacent pairs.
+    pub rope_neox: bool,
 }
 
 fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
@@ -277,6 +280,7 @@ impl Config {
             topk,
             tied_output: g.tensor("output.weight").is_none(),
             has_rope_freqs: g.tensor("rope_freqs.weight").is_some(),
+            rope_neox: false,
             kv: KvType::F32,
         };
         cfg.check_tensors(g)?;

@@ -6,6 +6,9 @@
 //! The maths is llama.cpp's `llm_build_llama` (src/models/llama.cpp): per layer, `x += o(attn(
 //! rope(q, k), v))` over `rmsnorm(x) * attn_norm`, then `x += down(silu(gate) * up)` over
 //! `rmsnorm(x) * ffn_norm` (or the Mixtral experts), then the final norm and the output head.
+//! Qwen2 adds biases to q, k and v (src/models/qwen2.cpp), Qwen3 RMSNorms each q and k head
+//! before RoPE (src/models/qwen3.cpp); both rotate NEOX pairs, which the weights' row order
+//! turns into llama's ([`crate::weights::RowOrder`]).
 
 use std::fmt;
 
@@ -182,12 +185,20 @@ pub fn layer(
     let mut xn = carry;
     let mut v_cached = false;
     for (m, y0) in &lw.qkv {
-        // A value projection of its own writes decode's value into the cache.
+        // A value projection of its own writes decode's value into the cache (not where a bias
+        // is still to be added to it).
         let f16 = cfg.kv == KvType::F16;
-        let v_alone = f.v_to_cache && *y0 == q + kv && m.rows == kv && (!f16 || crate::linear::writes_f16_rows(b.gpu, m));
+        let v_alone = f.v_to_cache && lw.qkv_bias.is_none() && *y0 == q + kv && m.rows == kv && (!f16 || crate::linear::writes_f16_rows(b.gpu, m));
         let cache_row = v_alone.then_some((v_cache, kv, f16));
         b.linear_fused(m, Io { x: &a.xn, x_stride: d, y: &a.qkv, y_stride: qs, y0: *y0, accumulate: false }, Fuse { cache_row, ..norm }, &mut xn);
         v_cached |= v_alone;
+    }
+    // Qwen2's biases; Qwen3's per-head norms of q and k, before RoPE.
+    if let Some(bias) = &lw.qkv_bias {
+        b.bias(qs, qs, bias, &a.qkv);
+    }
+    if let Some((wq, wk)) = &lw.qk_norm {
+        b.head_norm(cfg.head_dim, cfg.n_heads, cfg.n_kv_heads, qs, cfg.eps, wq, wk, &a.qkv);
     }
     b.rope_kv(cfg, &a.qkv, qs, &a.rope, k_cache, v_cache, f.rope);
     let rope = f.rope.then_some(&a.rope);

@@ -205,7 +205,7 @@ pub async fn linear_timed(
 ) -> Result<(Vec<f32>, Option<(f64, Option<f64>)>)> {
     let n = tokens_of("x", x.len(), cols)?;
     let (mut out, t) = run(gpu, src, batch(n, 0, 1), repeats, |ld, b| {
-        let w = ld.matrix("oneshot W", ty, offset, rows, cols)?;
+        let w = ld.matrix("oneshot W", ty, offset, rows, cols, crate::weights::RowOrder::Stored)?;
         let xb = input(b, "oneshot x", x, MATVEC_TOKENS as u64 * cols as u64);
         let y = b.storage("oneshot y", n as u64 * rows as u64 * 4);
         b.linear(&w, Io { x: &xb, x_stride: cols, y: &y, y_stride: rows, y0: 0, accumulate: false });
@@ -252,7 +252,7 @@ pub async fn linear_fused(
     }
     let fuse = crate::policy::fused(gpu);
     let (mut out, _) = run(gpu, src, batch(n, 0, 1), 0, |ld, b| {
-        let w = ld.matrix("oneshot W", ty, offset, rows, cols)?;
+        let w = ld.matrix("oneshot W", ty, offset, rows, cols, crate::weights::RowOrder::Stored)?;
         let xb = input(b, "oneshot x", x, MATVEC_TOKENS as u64 * cols as u64);
         let y = b.storage("oneshot y", n as u64 * rows as u64 * 4);
         let io = |x| Io { x, x_stride: cols, y: &y, y_stride: rows, y0: 0, accumulate: false };
@@ -293,7 +293,7 @@ pub async fn embed(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64,
     }
     let n = tokens.len() as u32;
     let (mut out, _) = run(gpu, src, batch(n, 0, 1), 0, |ld, b| {
-        let e = ld.matrix("oneshot E", ty, offset, rows, cols)?;
+        let e = ld.matrix("oneshot E", ty, offset, rows, cols, crate::weights::RowOrder::Stored)?;
         let tb = input(b, "oneshot tokens", tokens, 1);
         let x = b.storage("oneshot x", n as u64 * cols as u64 * 4);
         b.embed(&e, &tb, &x);

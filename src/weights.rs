@@ -19,6 +19,9 @@ use crate::gguf::{ByteSource, Gguf, TensorInfo};
 use crate::gpu::Gpu;
 use crate::repack::{regrouped, Repack};
 
+mod order;
+pub use order::RowOrder;
+
 /// Most rows per expert the expert kernels dispatch: `matvec_exp` and `moe_down` run a
 /// workgroup per 64 / TPR rows in x, at most 65535.
 pub const MAX_EXPERT_ROWS: u32 = 65535;
@@ -186,6 +189,11 @@ pub struct Layer {
     /// dispatch serves the run: all three, or q and k of a Q4_K_M file whose v is Q6_K), each
     /// with its first output row.
     pub qkv: Vec<(Matrix, u32)>,
+    /// The q/k/v biases as one `[q | k | v]` vector (Qwen2), if the model has them.
+    pub qkv_bias: Option<wgpu::Buffer>,
+    /// RMSNorm weights `[head_dim]` of each q head and each k head before RoPE (Qwen3), if the
+    /// model has them.
+    pub qk_norm: Option<(wgpu::Buffer, wgpu::Buffer)>,
     /// The output projection `[d][q_dim]`.
     pub o: Matrix,
     /// RMSNorm weight before the FFN, `[d]`.
@@ -299,7 +307,18 @@ impl<'a> Loader<'a> {
     /// as few buffers as the binding limit allows: (first item, items, buffer) per part. `unit`
     /// names the items in part labels; `one` names a single item in the error when even one does
     /// not fit.
-    fn parts(&mut self, name: &str, unit: &str, one: String, offset: u64, count: u32, item_bytes: u64) -> Result<Vec<(u32, u32, wgpu::Buffer)>> {
+    /// `order` says which stored item each uploaded one is ([`RowOrder`]).
+    #[allow(clippy::too_many_arguments)]
+    fn parts(
+        &mut self,
+        name: &str,
+        unit: &str,
+        one: String,
+        offset: u64,
+        count: u32,
+        item_bytes: u64,
+        order: RowOrder,
+    ) -> Result<Vec<(u32, u32, wgpu::Buffer)>> {
         let fit = per_binding(self.max_binding, item_bytes);
         if fit == 0 {
             return Err(Error::TooLarge { tensor: one, bytes: padded(item_bytes), limit: self.max_binding, limit_name: "maxStorageBufferBindingSize" });
@@ -310,10 +329,52 @@ impl<'a> Loader<'a> {
         while i0 < count {
             let n = per_part.min(count - i0);
             let label = if n == count { name.to_string() } else { format!("{name}[{unit}{i0}..{}]", i0 + n) };
-            out.push((i0, n, self.raw(&label, offset + i0 as u64 * item_bytes, n as u64 * item_bytes)?));
+            let buffer = match order {
+                RowOrder::Stored => self.raw(&label, offset + i0 as u64 * item_bytes, n as u64 * item_bytes)?,
+                _ => {
+                    let buffer = self.buffer(&label, padded(n as u64 * item_bytes))?;
+                    self.ordered(&buffer, 0, offset, item_bytes, (i0, n), order, &label)?;
+                    buffer
+                }
+            };
+            out.push((i0, n, buffer));
             i0 += n;
         }
         Ok(out)
+    }
+
+    /// 1-D tensors as f32 values back to back in one buffer, each in its `order` (q/k/v biases as
+    /// one `[q | k | v]` vector; a head's norm weights).
+    fn vectors(&mut self, label: &str, tensors: &[(&TensorInfo, RowOrder)]) -> Result<wgpu::Buffer> {
+        let total: u64 = tensors.iter().map(|(t, _)| t.n_elements).sum();
+        let buf = self.buffer(label, total * 4)?;
+        let mut at = 0;
+        for (t, order) in tensors {
+            let n = u32::try_from(t.n_elements).map_err(|_| Error::Config(format!("{}: {} values", t.name, t.n_elements)))?;
+            if t.ggml_type == GgmlType::F32 {
+                self.ordered(&buf, at * 4, t.offset, 4, (0, n), *order, &t.name)?;
+            } else {
+                let v = elements_f32(self.src, t, 0, t.n_elements)?;
+                let v: Vec<f32> = (0..n).map(|r| v[order.source(r) as usize]).collect();
+                self.gpu.queue.write_buffer(&buf, at * 4, bytemuck::cast_slice(&v));
+            }
+            at += t.n_elements;
+        }
+        Ok(buf)
+    }
+
+    /// Uploads rows `first..first + n` (of `row_bytes` bytes, the tensor's rows from `offset`) in
+    /// `order` to `buffer` from byte `dst`: a run of consecutive stored rows per upload.
+    /// Errors: [`Error::Config`] when rows are not whole 4-byte words (each upload must be).
+    #[allow(clippy::too_many_arguments)]
+    fn ordered(&mut self, buffer: &wgpu::Buffer, dst: u64, offset: u64, row_bytes: u64, (first, n): (u32, u32), order: RowOrder, name: &str) -> Result<()> {
+        if row_bytes % 4 != 0 {
+            return Err(Error::Config(format!("{name}: rows of {row_bytes} bytes cannot be reordered for NEOX RoPE (not whole 4-byte words)")));
+        }
+        for (row, stored, rows) in order.runs(first, n) {
+            self.src.upload(self.gpu, buffer, dst + (row - first) as u64 * row_bytes, offset + stored as u64 * row_bytes, rows as u64 * row_bytes)?;
+        }
+        Ok(())
     }
 
     /// Lists `buffer` (`rows` rows of `cols` weights of type `ty`) for regrouping, if its type is.
@@ -323,11 +384,12 @@ impl<'a> Loader<'a> {
         }
     }
 
-    /// A `[rows][cols]` matrix of type `ty` stored at `offset` in the source, kept as stored
-    /// (Q8_0 and Q6_K listed for regrouping).
-    pub(crate) fn matrix(&mut self, name: &str, ty: GgmlType, offset: u64, rows: u32, cols: u32) -> Result<Matrix> {
+    /// A `[rows][cols]` matrix of type `ty` stored at `offset` in the source, its rows in `order`,
+    /// each kept as stored (Q8_0 and Q6_K listed for regrouping).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn matrix(&mut self, name: &str, ty: GgmlType, offset: u64, rows: u32, cols: u32, order: RowOrder) -> Result<Matrix> {
         let row_bytes = row_bytes(name, ty, cols)?;
-        let parts = self.parts(name, "", name.into(), offset, rows, row_bytes)?;
+        let parts = self.parts(name, "", name.into(), offset, rows, row_bytes, order)?;
         let parts: Vec<MatPart> = parts.into_iter().map(|(row_start, rows, buffer)| MatPart { row_start, rows, buffer }).collect();
         for p in &parts {
             self.regroup(ty, &p.buffer, p.rows, cols);
@@ -335,23 +397,26 @@ impl<'a> Loader<'a> {
         Ok(Matrix { ty, rows, cols, parts })
     }
 
-    /// Tensors `(name, offset, rows)` of one type and width as one matrix, their rows back to back
+    /// Tensors `(info, rows, order)` of one type and width as one matrix, their rows back to back
     /// in one buffer; `None` when that cannot be (types differ, a tensor's bytes are not a
     /// multiple of 4, or the whole does not fit one binding): the caller loads them one by one.
-    pub(crate) fn fused(&mut self, label: &str, ty: GgmlType, tensors: &[(&TensorInfo, u32)], cols: u32) -> Result<Option<Matrix>> {
+    pub(crate) fn fused(&mut self, label: &str, ty: GgmlType, tensors: &[(&TensorInfo, u32, RowOrder)], cols: u32) -> Result<Option<Matrix>> {
         let Some(row_bytes) = ty.tensor_bytes(cols as u64).filter(|_| cols > 0) else { return Ok(None) };
         let rows: u32 = tensors.iter().map(|t| t.1).sum();
         let total = rows as u64 * row_bytes;
-        let same = tensors.iter().all(|(t, _)| t.ggml_type == ty);
-        let aligned = tensors.iter().all(|(_, r)| (*r as u64 * row_bytes) % 4 == 0);
+        let same = tensors.iter().all(|(t, _, _)| t.ggml_type == ty);
+        let aligned = tensors.iter().all(|(_, r, _)| (*r as u64 * row_bytes) % 4 == 0);
         if !same || !aligned || padded(total) > self.max_binding {
             return Ok(None);
         }
         let buffer = self.buffer(label, padded(total))?;
         let mut at = 0;
-        for (t, r) in tensors {
+        for (t, r, order) in tensors {
             let len = *r as u64 * row_bytes;
-            self.src.upload(self.gpu, &buffer, at, t.offset, len)?;
+            match order {
+                RowOrder::Stored => self.src.upload(self.gpu, &buffer, at, t.offset, len)?,
+                _ => self.ordered(&buffer, at, t.offset, row_bytes, (0, *r), *order, &t.name)?,
+            }
             at += len;
         }
         self.regroup(ty, &buffer, rows, cols);
@@ -364,7 +429,7 @@ impl<'a> Loader<'a> {
         if rows > MAX_EXPERT_ROWS {
             return Err(Error::Config(format!("{name}: {rows} rows per expert; the expert kernels handle at most {MAX_EXPERT_ROWS}")));
         }
-        let parts = self.parts(name, "experts ", format!("{name} (one expert)"), offset, experts, rows as u64 * row_bytes)?;
+        let parts = self.parts(name, "experts ", format!("{name} (one expert)"), offset, experts, rows as u64 * row_bytes, RowOrder::Stored)?;
         let parts: Vec<ExpertPart> = parts.into_iter().map(|(expert_start, experts, buffer)| ExpertPart { expert_start, experts, buffer }).collect();
         for p in &parts {
             self.regroup(ty, &p.buffer, p.experts * rows, cols);
@@ -424,7 +489,7 @@ impl Weights {
         let mut ld = Loader::new(gpu, src);
         let matrix = |ld: &mut Loader, tr: &mut Tracker, name: &str, rows: u32, cols: u32| -> Result<Matrix> {
             let t = tr.info(name)?;
-            let m = ld.matrix(name, t.ggml_type, t.offset, rows, cols)?;
+            let m = ld.matrix(name, t.ggml_type, t.offset, rows, cols, RowOrder::Stored)?;
             tr.done(&t);
             Ok(m)
         };
@@ -437,9 +502,9 @@ impl Weights {
         // Several projections reading the same input, one [a | b | ...] output vector: each run of
         // neighbours of one type as one matrix where it can be (one dispatch instead of several;
         // a Q4_K_M file's q and k are Q4_K while its v may be Q6_K), else tensor by tensor.
-        let group = |ld: &mut Loader, tr: &mut Tracker, label: &str, parts: &[(String, u32)], cols: u32| -> Result<Vec<(Matrix, u32)>> {
-            let infos = parts.iter().map(|(n, _)| tr.info(n)).collect::<Result<Vec<_>>>()?;
-            let with_rows: Vec<(&TensorInfo, u32)> = infos.iter().zip(parts).map(|(t, (_, r))| (t, *r)).collect();
+        let group = |ld: &mut Loader, tr: &mut Tracker, label: &str, parts: &[(String, u32, RowOrder)], cols: u32| -> Result<Vec<(Matrix, u32)>> {
+            let infos = parts.iter().map(|(n, _, _)| tr.info(n)).collect::<Result<Vec<_>>>()?;
+            let with_rows: Vec<(&TensorInfo, u32, RowOrder)> = infos.iter().zip(parts).map(|(t, (_, r, o))| (t, *r, *o)).collect();
             let mut out = Vec::new();
             let mut row0 = 0;
             for run in with_rows.chunk_by(|a, b| a.0.ggml_type == b.0.ggml_type) {
@@ -453,17 +518,19 @@ impl Weights {
                     Some(m) => out.push((m, row0)),
                     None => {
                         let mut r0 = row0;
-                        for (t, rows) in run {
-                            out.push((ld.matrix(&t.name, t.ggml_type, t.offset, *rows, cols)?, r0));
+                        for (t, rows, order) in run {
+                            out.push((ld.matrix(&t.name, t.ggml_type, t.offset, *rows, cols, *order)?, r0));
                             r0 += rows;
                         }
                     }
                 }
-                run.iter().for_each(|(t, _)| tr.done(t));
+                run.iter().for_each(|(t, _, _)| tr.done(t));
                 row0 += run.iter().map(|r| r.1).sum::<u32>();
             }
             Ok(out)
         };
+        // NEOX RoPE's pairs made adjacent in q and k, their biases and head norms ([`RowOrder`]).
+        let qk = if cfg.rope_neox { RowOrder::NeoxPairs { head_dim: cfg.head_dim, n_rot: cfg.n_rot } } else { RowOrder::Stored };
         let (d, q, kv, ff) = (cfg.d, cfg.q_dim(), cfg.kv_dim(), cfg.ff);
         let embd = matrix(&mut ld, &mut tr, "token_embd.weight", cfg.vocab, d)?;
         let out_norm = vector(&mut ld, &mut tr, "output_norm.weight")?;
@@ -480,7 +547,29 @@ impl Weights {
         for l in 0..cfg.n_layers {
             let b = |s: &str| format!("blk.{l}.{s}.weight");
             let attn_norm = vector(&mut ld, &mut tr, &b("attn_norm"))?;
-            let qkv = group(&mut ld, &mut tr, &format!("blk.{l}.attn_qkv"), &[(b("attn_q"), q), (b("attn_k"), kv), (b("attn_v"), kv)], d)?;
+            let qkv_parts = [(b("attn_q"), q, qk), (b("attn_k"), kv, qk), (b("attn_v"), kv, RowOrder::Stored)];
+            let qkv = group(&mut ld, &mut tr, &format!("blk.{l}.attn_qkv"), &qkv_parts, d)?;
+            // Optional per family: q/k/v biases (all three or none), q and k head norms.
+            let bias = |s: &str| format!("blk.{l}.{s}.bias");
+            let qkv_bias = match tr.g.tensor(&bias("attn_q")) {
+                Some(_) => {
+                    let ts = [bias("attn_q"), bias("attn_k"), bias("attn_v")].map(|n| tr.info(&n)).into_iter().collect::<Result<Vec<_>>>()?;
+                    let v = ld.vectors(&format!("blk.{l}.attn_qkv.bias"), &[(&ts[0], qk), (&ts[1], qk), (&ts[2], RowOrder::Stored)])?;
+                    ts.iter().for_each(|t| tr.done(t));
+                    Some(v)
+                }
+                None => None,
+            };
+            let qk_norm = match tr.g.tensor(&b("attn_q_norm")) {
+                Some(_) => {
+                    let (tq, tk) = (tr.info(&b("attn_q_norm"))?, tr.info(&b("attn_k_norm"))?);
+                    let norms = (ld.vectors(&tq.name, &[(&tq, qk)])?, ld.vectors(&tk.name, &[(&tk, qk)])?);
+                    tr.done(&tq);
+                    tr.done(&tk);
+                    Some(norms)
+                }
+                None => None,
+            };
             let wo = matrix(&mut ld, &mut tr, &b("attn_output"), d, q)?;
             let ffn_norm = vector(&mut ld, &mut tr, &b("ffn_norm"))?;
             let ffn = if cfg.is_moe() {
@@ -498,11 +587,17 @@ impl Weights {
                 }
             } else {
                 Ffn::Dense {
-                    gate_up: group(&mut ld, &mut tr, &format!("blk.{l}.ffn_gate_up"), &[(b("ffn_gate"), ff), (b("ffn_up"), ff)], d)?,
+                    gate_up: group(
+                        &mut ld,
+                        &mut tr,
+                        &format!("blk.{l}.ffn_gate_up"),
+                        &[(b("ffn_gate"), ff, RowOrder::Stored), (b("ffn_up"), ff, RowOrder::Stored)],
+                        d,
+                    )?,
                     down: matrix(&mut ld, &mut tr, &b("ffn_down"), d, ff)?,
                 }
             };
-            layers.push(Layer { attn_norm, qkv, o: wo, ffn_norm, ffn });
+            layers.push(Layer { attn_norm, qkv, qkv_bias, qk_norm, o: wo, ffn_norm, ffn });
         }
         gpu.check()?;
         let repacks = std::mem::take(&mut ld.repacks);

@@ -56,6 +56,7 @@ fn attention_config(ctx: u32) -> Config {
         tied_output: false,
         has_rope_freqs: false,
         kv: KvType::F32,
+        rope_neox: false,
     }
 }
 
