@@ -66,6 +66,7 @@ pub mod attention;
 pub mod bench;
 pub mod config;
 pub mod error;
+pub mod family;
 pub mod ggml;
 pub mod gguf;
 pub mod gpu;
@@ -100,6 +101,7 @@ pub mod weights;
 
 pub use config::{Config, KvType};
 pub use error::{Error, Result};
+pub use family::{Family, FamilyParams};
 pub use gguf::Gguf;
 pub use gpu::Gpu;
 pub use llama::{Llama, LoadOptions};

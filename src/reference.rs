@@ -1,7 +1,9 @@
 //! A plain-Rust f64 forward pass over exactly dequantised weights: the independent CPU reference
 //! the GPU kernels are tested against (same maths as the seed and `../shared/reference`: RMSNorm,
 //! adjacent-pair RoPE, causal GQA softmax attention, SwiGLU, MoE top-k with softmax over the
-//! selected router logits). Slow and simple on purpose; never used by the engine. With
+//! selected router logits), and every [`crate::family`] as llama.cpp computes it (Qwen2's q/k/v
+//! biases, Qwen3's per-head q/k RMSNorm before RoPE, NEOX RoPE; tests/families.rs checks it
+//! against llama.cpp's logits). Slow and simple on purpose; never used by the engine. With
 //! `cfg.kv` = [`KvType::F16`] the keys and values are rounded to f16 (to nearest, ties to even)
 //! as they enter the cache, the one rounding an f16 cache adds.
 
@@ -46,6 +48,35 @@ pub fn rope(x: &mut [f64], head_dim: usize, freqs: &[f64], pos: u32) {
             head[2 * j] = a * c - b * s;
             head[2 * j + 1] = a * s + b * c;
         }
+    }
+}
+
+/// Rotates NEOX pairs `(j, j + n_rot/2)` of each `head_dim` head in place at position `pos`
+/// (llama.cpp's `LLAMA_ROPE_TYPE_NEOX`; `n_rot` = 2 * `freqs.len()`), dims past `n_rot` untouched.
+pub fn rope_neox(x: &mut [f64], head_dim: usize, freqs: &[f64], pos: u32) {
+    let half = freqs.len();
+    for head in x.chunks_exact_mut(head_dim) {
+        for (j, f) in freqs.iter().enumerate() {
+            let (s, c) = (pos as f64 * f).sin_cos();
+            let (a, b) = (head[j], head[j + half]);
+            head[j] = a * c - b * s;
+            head[j + half] = a * s + b * c;
+        }
+    }
+}
+
+/// RMSNorm of each `w.len()`-wide head of `x` in place, with the same weights for every head
+/// (Qwen3's q and k norms).
+pub fn rmsnorm_heads(x: &mut [f64], w: &[f64], eps: f64) {
+    for head in x.chunks_exact_mut(w.len()) {
+        let y = rmsnorm(head, w, eps);
+        head.copy_from_slice(&y);
+    }
+}
+
+fn add_in_place(x: &mut [f64], y: &[f64]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
     }
 }
 
@@ -94,9 +125,19 @@ impl Reference {
             let xn = rmsnorm(&x, self.w(&b("attn_norm")), c.eps as f64);
             let mut q = matvec(self.w(&b("attn_q")), &xn);
             let mut k = matvec(self.w(&b("attn_k")), &xn);
-            let v = matvec(self.w(&b("attn_v")), &xn);
-            rope(&mut q, hd, &freqs, pos);
-            rope(&mut k, hd, &freqs, pos);
+            let mut v = matvec(self.w(&b("attn_v")), &xn);
+            if c.family.qkv_bias {
+                for (y, name) in [(&mut q, "attn_q"), (&mut k, "attn_k"), (&mut v, "attn_v")] {
+                    add_in_place(y, self.w(&format!("blk.{l}.{name}.bias")));
+                }
+            }
+            if c.family.qk_norm {
+                rmsnorm_heads(&mut q, self.w(&b("attn_q_norm")), c.eps as f64);
+                rmsnorm_heads(&mut k, self.w(&b("attn_k_norm")), c.eps as f64);
+            }
+            let rotate = if c.family.rope_neox { rope_neox } else { rope };
+            rotate(&mut q, hd, &freqs, pos);
+            rotate(&mut k, hd, &freqs, pos);
             let p = pos as usize;
             let stored = |x: &f64| match c.kv {
                 KvType::F32 => *x,

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Small random-weight GGUFs of each model family the engine knows, for tests.
+
+    python3 scripts/families.py [OUT_DIR]      (default: .families/ at the repository root)
+
+Each case is a tiny model with the real tensor names and metadata keys of its family as llama.cpp
+reads them (src/llama-arch.cpp, src/models/<family>.cpp), exercising the family's features (GQA,
+biases, q/k norms, tied or untied output, head dims whose product with the head count differs from
+the width ...). Weights are drawn from a seeded numpy generator, so every file is byte-for-byte
+the same on every run and machine: the reference jsons under tests/families/ pin their sha256.
+
+Each case is written in F32 and in two quantised GGML types that gguf-py's numpy quantisers make
+without llama.cpp: Q8_0 and Q4_0 (matrices only; norms, biases and factor tables stay F32).
+
+Needs gguf-py 0.19.0 (scripts/families.sh installs it). The prompts and families live in CASES;
+scripts/family-references.py reads them to make llama.cpp's reference logits.
+"""
+import os
+import sys
+
+import numpy as np
+
+try:
+    import gguf
+    from gguf import GGMLQuantizationType as T
+except ImportError:  # pragma: no cover - the message is the point
+    sys.exit("families.py needs gguf-py 0.19.0: run `bash scripts/families.sh` (it installs it)")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUANT_TYPES = {"q8_0": T.Q8_0, "q4_0": T.Q4_0}
+
+# GPT-2's byte-level alphabet: every byte maps to one printable unicode character.
+def byte_alphabet():
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    out, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + extra)
+            extra += 1
+    return [out[b] for b in range(256)]
+
+
+def bpe_vocab(vocab, specials, pre):
+    """A byte-level BPE tokenizer (tokenizer.ggml.model = gpt2) of exactly `vocab` tokens: the 256
+    byte tokens, merges of lower-case letter pairs, then the special tokens (control type)."""
+    base = byte_alphabet()
+    n_merges = vocab - 256 - len(specials)
+    letters = "etaoinshrdlucmfwypvbgkjqxz"
+    merges, tokens = [], list(base)
+    for a in letters:
+        for b in letters:
+            if len(merges) == n_merges:
+                break
+            merges.append(f"{a} {b}")
+            tokens.append(a + b)
+    assert len(merges) == n_merges, "vocab too large for the merge table"
+    tokens += specials
+    types = [1] * (vocab - len(specials)) + [3] * len(specials)
+    return {"model": "gpt2", "pre": pre, "tokens": tokens, "types": types, "merges": merges}
+
+
+def spm_vocab(vocab, specials):
+    """A SentencePiece-style tokenizer (tokenizer.ggml.model = llama) of exactly `vocab` tokens:
+    the specials (control), 256 byte tokens <0xNN> (byte type), then word pieces with scores."""
+    tokens = list(specials) + [f"<0x{b:02X}>" for b in range(256)]
+    types = [3] * len(specials) + [6] * 256
+    letters = "etaoinshrdlucmfwypvbgkjqxz"
+    i = 0
+    while len(tokens) < vocab:
+        tokens.append("\u2581" + letters[i % 26] + letters[(i // 26) % 26])
+        types.append(1)
+        i += 1
+    scores = [0.0] * len(specials) + [0.0] * 256 + [-float(k) for k in range(vocab - len(specials) - 256)]
+    return {"model": "llama", "tokens": tokens, "types": types, "scores": scores}
+
+
+class Builder:
+    """Draws a case's tensors from one seeded generator, in a fixed order."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.tensors = []  # (name, numpy array in row-major order, is_matrix)
+
+    def matrix(self, name, rows, cols, scale=1.0):
+        """A `rows` x `cols` matrix (ggml dims [cols, rows]) ~ N(0, scale^2 / cols)."""
+        w = self.rng.standard_normal((rows, cols)) * (scale / np.sqrt(cols))
+        self.tensors.append((name, w.astype(np.float32), True))
+
+    def vector(self, name, n, mean=0.0, std=0.1):
+        """A 1-D tensor ~ N(mean, std^2): norms near 1, biases near 0."""
+        v = mean + std * self.rng.standard_normal(n)
+        self.tensors.append((name, v.astype(np.float32), False))
+
+
+def dense_llama_like(b, c, layer_extra=None, fused=False):
+    """Token embedding, blocks of attention + gated FFN, output norm, optional untied output."""
+    d, hd, nh, nkv, ff, vocab = c["d"], c["head_dim"], c["n_head"], c["n_kv"], c["ff"], c["vocab"]
+    # Elements ~ N(0, embd_std^2). A tied output reads the same rows, so a small embd_std keeps
+    # the logits O(1) and the last token from dominating its own logit.
+    b.matrix("token_embd.weight", vocab, d, scale=c.get("embd_std", 1.0) * np.sqrt(d))
+    for l in range(c["n_layer"]):
+        p = f"blk.{l}."
+        b.vector(p + "attn_norm.weight", d, mean=1.0)
+        b.matrix(p + "attn_q.weight", nh * hd, d)
+        b.matrix(p + "attn_k.weight", nkv * hd, d)
+        b.matrix(p + "attn_v.weight", nkv * hd, d)
+        if c.get("qkv_bias"):
+            b.vector(p + "attn_q.bias", nh * hd, std=0.5)
+            b.vector(p + "attn_k.bias", nkv * hd, std=0.5)
+            b.vector(p + "attn_v.bias", nkv * hd, std=0.5)
+        if c.get("qk_norm"):
+            b.vector(p + "attn_q_norm.weight", hd, mean=1.0, std=0.2)
+            b.vector(p + "attn_k_norm.weight", hd, mean=1.0, std=0.2)
+        b.matrix(p + "attn_output.weight", d, nh * hd)
+        b.vector(p + "ffn_norm.weight", d, mean=1.0)
+        b.matrix(p + "ffn_gate.weight", ff, d)
+        b.matrix(p + "ffn_up.weight", ff, d)
+        b.matrix(p + "ffn_down.weight", d, ff)
+    # Tied: norm weights of random sign decorrelate the output from the last token's own
+    # embedding, which otherwise wins every step (a greedy loop of one token tests little).
+    b.vector("output_norm.weight", d, mean=0.0 if c.get("tied") else 1.0, std=1.0 if c.get("tied") else 0.1)
+    if not c.get("tied"):
+        b.matrix("output.weight", vocab, d, scale=4.0)
+
+
+def qwen_metadata(w, arch, c):
+    w.add_context_length(c["ctx"])
+    w.add_embedding_length(c["d"])
+    w.add_block_count(c["n_layer"])
+    w.add_feed_forward_length(c["ff"])
+    w.add_head_count(c["n_head"])
+    w.add_head_count_kv(c["n_kv"])
+    w.add_rope_freq_base(c["theta"])
+    w.add_layer_norm_rms_eps(c["eps"])
+    if c["head_dim"] * c["n_head"] != c["d"]:
+        w.add_key_length(c["head_dim"])
+        w.add_value_length(c["head_dim"])
+
+
+# Every case: name, architecture, seed, hyperparameters, prompt (token ids; no BOS for families
+# whose tokenizer adds none). The prompts are longer than any sliding window below.
+CASES = [
+    {
+        "name": "qwen2",
+        "arch": "qwen2",
+        "seed": 2002,
+        "note": "Qwen2/2.5: NEOX RoPE, q/k/v biases, theta 1e6, GQA 4:2, untied output",
+        "hp": {"d": 128, "n_layer": 3, "n_head": 4, "n_kv": 2, "head_dim": 32, "ff": 256, "vocab": 320,
+               "ctx": 4096, "theta": 1000000.0, "eps": 1e-6, "qkv_bias": True, "tied": False},
+        "tokenizer": ("bpe", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"),
+        "prompt": [317, 40, 71, 290, 110, 300, 99, 33, 270, 84, 260, 55],
+    },
+    {
+        "name": "qwen3",
+        "arch": "qwen3",
+        "seed": 3004,
+        "note": "Qwen3: NEOX RoPE, per-head q/k RMSNorm before RoPE, head dim 128 with n_head*head_dim "
+                "(512) != n_embd (128), GQA 4:2, tied output",
+        "hp": {"d": 128, "n_layer": 3, "n_head": 4, "n_kv": 2, "head_dim": 128, "ff": 192, "vocab": 320,
+               "ctx": 40960, "theta": 1000000.0, "eps": 1e-6, "qk_norm": True, "tied": True,
+               "embd_std": 0.5},
+        "tokenizer": ("bpe", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"),
+        "prompt": [318, 72, 101, 280, 44, 262, 97, 310, 120, 36, 290, 66, 75],
+    },
+]
+
+BUILDERS = {
+    "qwen2": (dense_llama_like, qwen_metadata),
+    "qwen3": (dense_llama_like, qwen_metadata),
+}
+
+
+def add_tokenizer(w, spec, vocab):
+    kind = spec[0]
+    if kind == "bpe":
+        t = bpe_vocab(vocab, spec[1], spec[2])
+        w.add_tokenizer_model(t["model"])
+        w.add_tokenizer_pre(t["pre"])
+        w.add_token_list(t["tokens"])
+        w.add_token_types(t["types"])
+        w.add_token_merges(t["merges"])
+        first = vocab - len(spec[1])
+        w.add_eos_token_id(first + len(spec[1]) - 1)
+        w.add_pad_token_id(first)
+        w.add_add_bos_token(False)
+    else:
+        t = spm_vocab(vocab, spec[1])
+        w.add_tokenizer_model(t["model"])
+        w.add_token_list(t["tokens"])
+        w.add_token_types(t["types"])
+        w.add_token_scores(t["scores"])
+        w.add_pad_token_id(0)
+        w.add_eos_token_id(1)
+        w.add_bos_token_id(2)
+        w.add_unknown_token_id(3)
+        w.add_add_bos_token(True)
+
+
+def write_case(case, out_dir):
+    """Writes NAME-f32.gguf, NAME-q8_0.gguf and NAME-q4_0.gguf; returns their paths."""
+    hp = case["hp"]
+    build_tensors, metadata = BUILDERS[case["arch"]]
+    b = Builder(case["seed"])
+    build_tensors(b, hp)
+    paths = []
+    for tname, qtype in [("f32", T.F32)] + list(QUANT_TYPES.items()):
+        path = os.path.join(out_dir, f"{case['name']}-{tname}.gguf")
+        w = gguf.GGUFWriter(path, case["arch"], use_temp_file=False)
+        w.add_name(f"{case['name']} random weights (webgpu-llama scripts/families.py)")
+        w.add_file_type(int({"f32": 0, "q8_0": 7, "q4_0": 2}[tname]))
+        metadata(w, case["arch"], hp)
+        add_tokenizer(w, case["tokenizer"], hp["vocab"])
+        for name, arr, is_matrix in b.tensors:
+            if qtype != T.F32 and is_matrix and arr.shape[-1] % 32 == 0:
+                w.add_tensor(name, gguf.quants.quantize(arr, qtype), raw_dtype=qtype)
+            else:
+                w.add_tensor(name, arr)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        paths.append(path)
+    return paths
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".families")
+    os.makedirs(out_dir, exist_ok=True)
+    for case in CASES:
+        for p in write_case(case, out_dir):
+            print(p)
+
+
+if __name__ == "__main__":
+    main()
