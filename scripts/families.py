@@ -114,10 +114,14 @@ def dense_llama_like(b, c, layer_extra=None, fused=False):
             b.vector(p + "attn_q_norm.weight", hd, mean=1.0, std=0.2)
             b.vector(p + "attn_k_norm.weight", hd, mean=1.0, std=0.2)
         b.matrix(p + "attn_output.weight", d, nh * hd)
+        if c.get("post_norms"):
+            b.vector(p + "post_attention_norm.weight", d, mean=1.0, std=0.2)
         b.vector(p + "ffn_norm.weight", d, mean=1.0)
         b.matrix(p + "ffn_gate.weight", ff, d)
         b.matrix(p + "ffn_up.weight", ff, d)
         b.matrix(p + "ffn_down.weight", d, ff)
+        if c.get("post_norms"):
+            b.vector(p + "post_ffw_norm.weight", d, mean=1.0, std=0.2)
     # Tied: norm weights of random sign decorrelate the output from the last token's own
     # embedding, which otherwise wins every step (a greedy loop of one token tests little).
     b.vector("output_norm.weight", d, mean=0.0 if c.get("tied") else 1.0, std=1.0 if c.get("tied") else 0.1)
@@ -137,6 +141,52 @@ def qwen_metadata(w, arch, c):
     if c["head_dim"] * c["n_head"] != c["d"]:
         w.add_key_length(c["head_dim"])
         w.add_value_length(c["head_dim"])
+
+
+def gemma_metadata(w, arch, c):
+    """Qwen's keys (key/value length always written, as Gemma's converter does) plus Gemma's:
+    sliding window, its pattern and RoPE base, linear RoPE scaling of the global layers,
+    optional final-logit soft-cap."""
+    qwen_metadata(w, arch, c)
+    if c["head_dim"] * c["n_head"] == c["d"]:
+        w.add_key_length(c["head_dim"])
+        w.add_value_length(c["head_dim"])
+    w.add_sliding_window(c["window"])
+    w.add_sliding_window_pattern(c["pattern"])
+    w.add_rope_freq_base_swa(c["theta_swa"])
+    if c.get("rope_linear"):
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(c["rope_linear"])
+    if c.get("final_softcap"):
+        w.add_final_logit_softcapping(c["final_softcap"])
+
+
+def phi3_tensors(b, c):
+    """Phi-3: fused q|k|v and gate|up matrices, untied output, LongRoPE factor tables."""
+    d, hd, nh, nkv, ff, vocab = c["d"], c["head_dim"], c["n_head"], c["n_kv"], c["ff"], c["vocab"]
+    b.matrix("token_embd.weight", vocab, d, scale=np.sqrt(d))
+    for l in range(c["n_layer"]):
+        p = f"blk.{l}."
+        b.vector(p + "attn_norm.weight", d, mean=1.0)
+        b.matrix(p + "attn_qkv.weight", (nh + 2 * nkv) * hd, d)
+        b.matrix(p + "attn_output.weight", d, nh * hd)
+        b.vector(p + "ffn_norm.weight", d, mean=1.0)
+        b.matrix(p + "ffn_up.weight", 2 * ff, d)
+        b.matrix(p + "ffn_down.weight", d, ff)
+    b.vector("output_norm.weight", d, mean=1.0)
+    b.matrix("output.weight", vocab, d, scale=4.0)
+    half = c["n_rot"] // 2
+    # Short factors near 1, long ones growing to 8 over the low frequencies, as LongRoPE's are.
+    b.tensors.append(("rope_factors_short.weight", (1.0 + 0.05 * b.rng.random(half)).astype(np.float32), False))
+    b.tensors.append(("rope_factors_long.weight", np.linspace(1.0, 8.0, half).astype(np.float32), False))
+
+
+def phi3_metadata(w, arch, c):
+    qwen_metadata(w, arch, c)
+    w.add_rope_dimension_count(c["n_rot"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.LONGROPE)
+    w.add_rope_scaling_orig_ctx_len(c["orig_ctx"])
+    w.add_rope_scaling_attn_factors(c["attn_factor"])
 
 
 # Every case: name, architecture, seed, hyperparameters, prompt (token ids; no BOS for families
@@ -166,9 +216,41 @@ CASES = [
     },
 ]
 
+CASES.append({
+    "name": "gemma3",
+    "arch": "gemma3",
+    "seed": 3303,
+    "note": "Gemma 3: embeddings x sqrt(n_embd), q/k RMSNorm, post-attention and post-FFN norms, "
+            "GELU-tanh, sliding window 4 (shorter than the prompt) on layers 0, 1, 3 (pattern 3) with "
+            "RoPE base 10000, global layer 2 with base 1e6 and linear RoPE scaling 8, NEOX RoPE, "
+            "MQA 4:1, head dim 64 with n_head*head_dim (256) != n_embd (128), tied output",
+    "hp": {"d": 128, "n_layer": 4, "n_head": 4, "n_kv": 1, "head_dim": 64, "ff": 384, "vocab": 300,
+           "ctx": 32768, "theta": 1000000.0, "eps": 1e-6, "qk_norm": True, "post_norms": True,
+           "tied": True, "embd_std": 0.25, "window": 4, "pattern": 3, "theta_swa": 10000.0,
+           "rope_linear": 8.0},
+    "tokenizer": ("spm", ["<pad>", "<eos>", "<bos>", "<unk>"]),
+    "prompt": [2, 280, 31, 77, 199, 4, 260, 150, 42, 291, 88, 133],
+})
+
+CASES.append({
+    "name": "phi3",
+    "arch": "phi3",
+    "seed": 3501,
+    "note": "Phi-3/Phi-4-mini: fused attn_qkv and gate|up, NEOX RoPE over 24 of 32 head dims (partial "
+            "rotary 0.75), LongRoPE with original context 128 < the 256 llama.cpp runs with (so the "
+            "long factors) and attn_factor sqrt(1 + ln 8 / ln 128), GQA 4:2, untied output",
+    "hp": {"d": 128, "n_layer": 3, "n_head": 4, "n_kv": 2, "head_dim": 32, "n_rot": 24, "ff": 256,
+           "vocab": 320, "ctx": 1024, "orig_ctx": 128, "attn_factor": float(np.sqrt(1 + np.log(8) / np.log(128))),
+           "theta": 10000.0, "eps": 1e-5, "tied": False},
+    "tokenizer": ("spm", ["<unk>", "<s>", "</s>", "<|endoftext|>"], {"unk": 0, "bos": 1, "eos": 2, "pad": 3}),
+    "prompt": [1, 300, 45, 91, 210, 7, 255, 130, 64, 280, 19, 101],
+})
+
 BUILDERS = {
     "qwen2": (dense_llama_like, qwen_metadata),
     "qwen3": (dense_llama_like, qwen_metadata),
+    "gemma3": (dense_llama_like, gemma_metadata),
+    "phi3": (phi3_tensors, phi3_metadata),
 }
 
 
@@ -191,10 +273,11 @@ def add_tokenizer(w, spec, vocab):
         w.add_token_list(t["tokens"])
         w.add_token_types(t["types"])
         w.add_token_scores(t["scores"])
-        w.add_pad_token_id(0)
-        w.add_eos_token_id(1)
-        w.add_bos_token_id(2)
-        w.add_unknown_token_id(3)
+        ids = spec[2] if len(spec) > 2 else {"pad": 0, "eos": 1, "bos": 2, "unk": 3}
+        w.add_pad_token_id(ids["pad"])
+        w.add_eos_token_id(ids["eos"])
+        w.add_bos_token_id(ids["bos"])
+        w.add_unk_token_id(ids["unk"])
         w.add_add_bos_token(True)
 
 

@@ -58,6 +58,9 @@ def main():
             "logits_file": name + ".logits.f32",
             "logits_rows": int(rows.shape[0]),
             "vocab": vocab,
+            # family-logits.cpp's context: the prompt and greedy steps rounded up to 256 (LongRoPE
+            # picks its factor table by it).
+            "n_ctx": (n_prompt + N_GREEDY + 255) // 256 * 256,
             "rows_are": "logits after token i of prompt + greedy[:-1], for i = 0 .. logits_rows-1",
             "top5_after_prompt": top5,
             "reference": "llama.cpp CPU backend (scripts/family-llama-build.sh: GELU exact, not through its f16 "

@@ -116,7 +116,7 @@ pub struct Config {
     pub family: FamilyParams,
 }
 
-fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
+pub(crate) fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
     match g.get(key) {
         None => Ok(None),
         Some(v) => match v.as_u64() {
@@ -126,7 +126,7 @@ fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
     }
 }
 
-fn meta_f32(g: &Gguf, key: &str) -> Result<Option<f32>> {
+pub(crate) fn meta_f32(g: &Gguf, key: &str) -> Result<Option<f32>> {
     match g.get(key) {
         None => Ok(None),
         Some(v) => match v.as_f64() {
@@ -210,9 +210,11 @@ impl Config {
             return Err(Error::Config(format!("eps {eps} and rope base {theta} must be positive")));
         }
         let rope_scale = match g.get(&key("rope.scaling.type")).and_then(|v| v.as_str()) {
+            // LongRoPE's tables are read by the family; llama.cpp still applies a factor key.
+            Some("longrope") if architecture == Family::Phi3 => meta_f32(g, &key("rope.scaling.factor"))?.filter(|&f| f > 0.0).unwrap_or(1.0),
             Some("linear") | None => meta_f32(g, &key("rope.scaling.factor"))?.filter(|&f| f > 0.0).unwrap_or(1.0),
             Some("none") => 1.0,
-            Some(other) => return Err(Error::Config(format!("rope scaling type {other:?} is not supported (linear only)"))),
+            Some(other) => return Err(Error::Config(format!("rope scaling type {other:?} is not supported (linear, or longrope for phi3)"))),
         };
 
         let embd = g.tensor("token_embd.weight").ok_or_else(|| Error::MissingTensor("token_embd.weight".into()))?;
@@ -264,8 +266,7 @@ impl Config {
         if ctx == 0 {
             return Err(Error::Config("context length must be at least 1".into()));
         }
-        let family = FamilyParams::read(g, architecture, d, n_heads * head_dim, head_dim, n_rot)?;
-        let cfg = Config {
+        let mut cfg = Config {
             d,
             n_layers,
             ff,
@@ -285,8 +286,9 @@ impl Config {
             has_rope_freqs: g.tensor("rope_freqs.weight").is_some(),
             kv: KvType::F32,
             architecture,
-            family,
+            family: FamilyParams::default(),
         };
+        cfg.family = FamilyParams::read(g, &cfg)?;
         cfg.check_tensors(g)?;
         Ok(cfg)
     }
@@ -299,6 +301,20 @@ impl Config {
     /// KV width `n_kv_heads * head_dim`.
     pub fn kv_dim(&self) -> u32 {
         self.n_kv_heads * self.head_dim
+    }
+
+    /// The per-frequency RoPE divisor table the forward pass uses, if any: Llama-3's
+    /// `rope_freqs.weight`, or LongRoPE's long table when [`Config::ctx`] exceeds the original
+    /// context ([`FamilyParams::rope_orig_ctx`]), else its short one (as llama.cpp picks by its
+    /// context size).
+    pub fn rope_factors(&self) -> Option<&'static str> {
+        if self.has_rope_freqs {
+            Some("rope_freqs.weight")
+        } else if self.family.longrope {
+            Some(if self.ctx > self.family.rope_orig_ctx { "rope_factors_long.weight" } else { "rope_factors_short.weight" })
+        } else {
+            None
+        }
     }
 
     /// True for a mixture-of-experts model.
@@ -328,6 +344,10 @@ impl Config {
         if self.has_rope_freqs {
             t.push(("rope_freqs.weight".into(), vec![self.n_rot as u64 / 2], "n_rot / 2"));
         }
+        if self.family.longrope {
+            t.push(("rope_factors_long.weight".into(), vec![self.n_rot as u64 / 2], "n_rot / 2"));
+            t.push(("rope_factors_short.weight".into(), vec![self.n_rot as u64 / 2], "n_rot / 2"));
+        }
         t
     }
 
@@ -335,14 +355,16 @@ impl Config {
     fn layer_tensors(&self, l: u32) -> Vec<(String, Vec<u64>, &'static str)> {
         let (d, q, kv, ff, e) = (self.d as u64, self.q_dim() as u64, self.kv_dim() as u64, self.ff as u64, self.experts as u64);
         let b = |s: &str| format!("blk.{l}.{s}.weight");
-        let mut t = vec![
-            (b("attn_norm"), vec![d], "n_embd"),
-            (b("attn_q"), vec![d, q], "n_embd, n_head * head_dim"),
-            (b("attn_k"), vec![d, kv], "n_embd, n_head_kv * head_dim"),
-            (b("attn_v"), vec![d, kv], "n_embd, n_head_kv * head_dim"),
-            (b("attn_output"), vec![q, d], "n_head * head_dim, n_embd"),
-            (b("ffn_norm"), vec![d], "n_embd"),
-        ];
+        let mut t = vec![(b("attn_norm"), vec![d], "n_embd")];
+        if self.family.fused_qkv {
+            t.push((b("attn_qkv"), vec![d, q + 2 * kv], "n_embd, (n_head + 2 n_head_kv) * head_dim"));
+        } else {
+            t.push((b("attn_q"), vec![d, q], "n_embd, n_head * head_dim"));
+            t.push((b("attn_k"), vec![d, kv], "n_embd, n_head_kv * head_dim"));
+            t.push((b("attn_v"), vec![d, kv], "n_embd, n_head_kv * head_dim"));
+        }
+        t.push((b("attn_output"), vec![q, d], "n_head * head_dim, n_embd"));
+        t.push((b("ffn_norm"), vec![d], "n_embd"));
         let bias = |s: &str| format!("blk.{l}.{s}.bias");
         if self.family.qkv_bias {
             t.push((bias("attn_q"), vec![q], "n_head * head_dim"));
@@ -353,11 +375,18 @@ impl Config {
             t.push((b("attn_q_norm"), vec![self.head_dim as u64], "head_dim"));
             t.push((b("attn_k_norm"), vec![self.head_dim as u64], "head_dim"));
         }
+        if self.family.post_norms {
+            t.push((b("post_attention_norm"), vec![d], "n_embd"));
+            t.push((b("post_ffw_norm"), vec![d], "n_embd"));
+        }
         if self.is_moe() {
             t.push((b("ffn_gate_inp"), vec![d, e], "n_embd, n_expert"));
             t.push((b("ffn_gate_exps"), vec![d, ff, e], "n_embd, n_ff_exp, n_expert"));
             t.push((b("ffn_up_exps"), vec![d, ff, e], "n_embd, n_ff_exp, n_expert"));
             t.push((b("ffn_down_exps"), vec![ff, d, e], "n_ff_exp, n_embd, n_expert"));
+        } else if self.family.fused_gate_up {
+            t.push((b("ffn_up"), vec![d, 2 * ff], "n_embd, 2 n_ff"));
+            t.push((b("ffn_down"), vec![ff, d], "n_ff, n_embd"));
         } else {
             t.push((b("ffn_gate"), vec![d, ff], "n_embd, n_ff"));
             t.push((b("ffn_up"), vec![d, ff], "n_embd, n_ff"));

@@ -87,7 +87,7 @@ fn tiny_model_is_valid() {
 fn unknown_architecture_lists_the_supported_ones() {
     let e = config_err(&tiny(&[("general.architecture", Value::Str("mamba".into()))], ""));
     assert!(matches!(e, Error::UnsupportedArchitecture(_)));
-    assert_eq!(e.to_string(), "WebGPU path: unsupported architecture \"mamba\" (general.architecture); supported: llama, qwen2, qwen3");
+    assert_eq!(e.to_string(), "WebGPU path: unsupported architecture \"mamba\" (general.architecture); supported: llama, qwen2, qwen3, gemma3, phi3");
 }
 
 #[test]
@@ -119,6 +119,54 @@ fn family_tensors_are_required_with_their_dims() {
     assert!(e.to_string().contains("k or v biases without q biases"), "{e}");
     let c = Config::from_gguf(&Gguf::parse(tiny_arch("qwen2", &[], "", &[]).as_slice()).unwrap(), None).unwrap();
     assert!(!c.family.qkv_bias, "biases are optional, as in llama.cpp");
+}
+
+#[test]
+fn gemma3_norms_window_pattern_and_soft_cap_are_checked() {
+    let t: &[(&str, &[u64])] = &[
+        ("blk.0.attn_q_norm.weight", &[4]),
+        ("blk.0.attn_k_norm.weight", &[4]),
+        ("blk.0.post_attention_norm.weight", &[8]),
+        ("blk.0.post_ffw_norm.weight", &[8]),
+    ];
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("gemma3", &[], "", t).as_slice()).unwrap(), None).unwrap();
+    assert!(c.family.post_norms && c.family.gelu && c.family.sliding_window == 0 && !c.family.is_swa(0));
+    assert_eq!(config_err(&tiny_arch("gemma3", &[], "blk.0.post_ffw_norm.weight", &t[..3])), Error::MissingTensor("blk.0.post_ffw_norm.weight".into()));
+    let e = config_err(&tiny_arch("gemma3", &[], "", &[t[0], t[1], ("blk.0.post_attention_norm.weight", &[4]), t[3]]));
+    assert!(e.to_string().contains("tensor blk.0.post_attention_norm.weight has dims [4], expected dims [8] (n_embd;"), "{e}");
+    let window = ("gemma3.attention.sliding_window", Value::U32(4));
+    let e = config_err(&tiny_arch("gemma3", &[window.clone(), ("gemma3.attention.sliding_window_pattern", Value::Array(vec![Value::Bool(true); 2]))], "", t));
+    assert!(e.to_string().contains("gemma3.attention.sliding_window_pattern is an array of 2 values but there are 1 layers"), "{e}");
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("gemma3", &[window], "", t).as_slice()).unwrap(), None).unwrap();
+    assert!(c.family.is_swa(0), "default pattern 6: layer 0 slides");
+    let e = config_err(&tiny_arch("gemma3", &[("gemma3.final_logit_softcapping", Value::F32(-1.0))], "", t));
+    assert!(e.to_string().contains("gemma3.final_logit_softcapping must be positive, found -1"), "{e}");
+}
+
+#[test]
+fn phi3_fused_matrices_and_longrope_tables_are_checked() {
+    // The tiny model's q, k, v fused into one [8, 16] matrix, gate|up into one [8, 32].
+    let fused: &[(&str, &[u64])] = &[("blk.0.attn_qkv.weight", &[8, 16]), ("blk.0.ffn_up.weight", &[8, 32])];
+    let phi3 = |kv: &[(&str, Value)], extra: &[(&str, &[u64])]| {
+        let mut t = fused.to_vec();
+        t.extend_from_slice(extra);
+        tiny_arch("phi3", kv, "blk.0.ffn_gate.weight", &t)
+    };
+    let c = Config::from_gguf(&Gguf::parse(phi3(&[], &[]).as_slice()).unwrap(), None).unwrap();
+    assert!(c.family.fused_qkv && c.family.fused_gate_up && !c.family.longrope && c.rope_factors().is_none());
+    let e = config_err(&tiny_arch("phi3", &[], "blk.0.ffn_gate.weight", &[("blk.0.attn_qkv.weight", &[8, 12]), fused[1]]));
+    assert!(e.to_string().contains("tensor blk.0.attn_qkv.weight has dims [8, 12], expected dims [8, 16] (n_embd, (n_head + 2 n_head_kv) * head_dim;"), "{e}");
+    let e = config_err(&tiny_arch("phi3", &[], "blk.0.ffn_gate.weight", &[fused[0], ("blk.0.ffn_up.weight", &[8, 16])]));
+    assert!(e.to_string().contains("expected dims [8, 32] (n_embd, 2 n_ff;"), "{e}");
+    // LongRoPE: either table requires both, [n_rot / 2] each.
+    let e = config_err(&phi3(&[], &[("rope_factors_long.weight", &[2])]));
+    assert_eq!(e, Error::MissingTensor("rope_factors_short.weight".into()));
+    let e = config_err(&phi3(&[], &[("rope_factors_long.weight", &[2]), ("rope_factors_short.weight", &[4])]));
+    assert!(e.to_string().contains("tensor rope_factors_short.weight has dims [4], expected dims [2] (n_rot / 2;"), "{e}");
+    let e = config_err(&phi3(&[("phi3.rope.scaling.attn_factor", Value::F32(0.0))], &[]));
+    assert!(e.to_string().contains("phi3.rope.scaling.attn_factor must be positive"), "{e}");
+    let e = config_err(&phi3(&[("phi3.rope.scaling.type", Value::Str("yarn".into()))], &[]));
+    assert!(e.to_string().contains("rope scaling type \"yarn\" is not supported"), "{e}");
 }
 
 #[test]

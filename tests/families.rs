@@ -54,10 +54,17 @@ fn sha256(bytes: &[u8]) -> String {
     String::from_utf8(out.stdout).unwrap().split_whitespace().next().unwrap_or("").to_string()
 }
 
-/// The reference's logits after each of `tokens` (positions 0..), as f32 rows.
-fn reference_rows(bytes: &[u8], tokens: &[u32]) -> (Config, Vec<Vec<f32>>) {
+/// The context llama.cpp ran the case with (`n_ctx` of its json): LongRoPE picks its factor
+/// table by it, so the reference's KV cache has the same length.
+fn n_ctx(c: &Case) -> u32 {
+    number(&std::fs::read_to_string(families_dir().join(format!("{}.json", c.name))).unwrap(), "n_ctx") as u32
+}
+
+/// The reference's logits after each of `tokens` (positions 0..) with a KV cache of `ctx`
+/// positions, as f32 rows.
+fn reference_rows(bytes: &[u8], tokens: &[u32], ctx: u32) -> (Config, Vec<Vec<f32>>) {
     let g = Gguf::parse(bytes).unwrap();
-    let cfg = Config::from_gguf(&g, Some(tokens.len() as u32)).unwrap();
+    let cfg = Config::from_gguf(&g, Some(ctx)).unwrap();
     let mut r = Reference::load(&g, bytes, &cfg).unwrap();
     let rows = tokens.iter().zip(0..).map(|(&t, pos)| r.step(t, pos).into_iter().map(|x| x as f32).collect()).collect();
     (cfg, rows)
@@ -73,7 +80,7 @@ fn check_f32(c: &Case) -> Vec<Vec<f32>> {
     let bytes = family_model(&c.model);
     assert_eq!(sha256(&bytes), c.model_sha256, "{}: .families/{} differs from the one the references were made from: regenerate it with `bash scripts/families.sh` (and, if scripts/families.py changed on purpose, the references with scripts/family-references.py)", c.name, c.model);
     let tokens = fed(c);
-    let (cfg, rows) = reference_rows(&bytes, &tokens);
+    let (cfg, rows) = reference_rows(&bytes, &tokens, n_ctx(c));
     assert_eq!(cfg.vocab as usize, c.vocab, "{}: vocab", c.name);
     assert_eq!(rows.len(), c.rows.len(), "{}: rows", c.name);
     let mut worst = 0f32;
@@ -94,7 +101,7 @@ fn check_f32(c: &Case) -> Vec<Vec<f32>> {
 fn check_quantised(c: &Case, f32_rows: &[Vec<f32>]) {
     let stem = c.model.strip_suffix("-f32.gguf").expect("an F32 case");
     for (ty, bound) in QUANT_BOUND {
-        let (_, rows) = reference_rows(&family_model(&format!("{stem}-{ty}.gguf")), &fed(c));
+        let (_, rows) = reference_rows(&family_model(&format!("{stem}-{ty}.gguf")), &fed(c), n_ctx(c));
         let worst = rows.iter().zip(f32_rows).map(|(a, b)| max_abs(a, b)).fold(0.0, f32::max);
         let scale = f32_rows.iter().flatten().fold(0.0, |m: f32, x| m.max(x.abs()));
         println!("{stem}-{ty}: max abs vs the F32 reference {worst:.3e} (largest F32 logit {scale:.2}: {:.3} of it)", worst / scale);
@@ -129,4 +136,24 @@ fn the_config_reads_each_familys_features() {
     assert_eq!((q3.d, q3.head_dim, q3.q_dim(), q3.n_rot), (128, 128, 512, 128), "head dim 128 with n_head*head_dim != n_embd");
     assert!(q3.expected_tensors().iter().any(|(n, d)| n == "blk.2.attn_k_norm.weight" && d == &[128]));
     assert!(q2.expected_tensors().iter().any(|(n, d)| n == "blk.2.attn_v.bias" && d == &[64]));
+    let g3 = config_of("gemma3-f32.gguf");
+    assert_eq!(g3.architecture, Family::Gemma3);
+    let f = &g3.family;
+    assert!(f.rope_neox && f.qk_norm && f.post_norms && f.gelu && !f.qkv_bias && g3.tied_output);
+    assert_eq!((f.embd_scale, f.attn_scale, f.final_softcap), ((128f32).sqrt(), None, 0.0));
+    assert_eq!((f.sliding_window, f.theta_swa, g3.theta, g3.rope_scale), (4, 10000.0, 1e6, 8.0), "linear RoPE factor 8 on the global layers");
+    assert_eq!((0..4).map(|l| f.is_swa(l)).collect::<Vec<_>>(), [true, true, false, true], "pattern 3: every third layer global");
+    assert!(g3.expected_tensors().iter().any(|(n, d)| n == "blk.3.post_ffw_norm.weight" && d == &[128]));
+    let p3 = config_of("phi3-f32.gguf");
+    assert_eq!(p3.architecture, Family::Phi3);
+    let f = &p3.family;
+    assert!(f.rope_neox && f.fused_qkv && f.fused_gate_up && f.longrope && !f.qk_norm && !p3.tied_output);
+    assert_eq!((p3.head_dim, p3.n_rot, f.rope_orig_ctx), (32, 24, 128), "partial rotary 0.75");
+    assert!((f.rope_attn_factor - (1.0 + 8f32.ln() / 128f32.ln()).sqrt()).abs() < 1e-6);
+    let at = |ctx| Config { ctx, ..p3.clone() }.rope_factors();
+    assert_eq!((at(128), at(129)), (Some("rope_factors_short.weight"), Some("rope_factors_long.weight")), "long past the original context");
+    let names: Vec<String> = p3.expected_tensors().into_iter().map(|(n, _)| n).collect();
+    assert!(
+        names.contains(&"blk.0.attn_qkv.weight".into()) && !names.contains(&"blk.0.attn_q.weight".into()) && !names.contains(&"blk.0.ffn_gate.weight".into())
+    );
 }

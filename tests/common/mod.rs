@@ -78,7 +78,8 @@ fn string(json: &str, key: &str) -> String {
     rest[q + 1..end].to_string()
 }
 
-fn number(json: &str, key: &str) -> usize {
+/// The unsigned integer value of `key` in `json` (a flat search, enough for the reference files).
+pub fn number(json: &str, key: &str) -> usize {
     let start = json.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
     let rest = &json[start + key.len() + 3..];
     rest.trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
