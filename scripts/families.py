@@ -189,6 +189,18 @@ def phi3_metadata(w, arch, c):
     w.add_rope_scaling_attn_factors(c["attn_factor"])
 
 
+def smollm3_metadata(w, arch, c):
+    qwen_metadata(w, arch, c)
+
+
+def granite_metadata(w, arch, c):
+    qwen_metadata(w, arch, c)
+    w.add_embedding_scale(c["embedding_scale"])
+    w.add_residual_scale(c["residual_scale"])
+    w.add_logit_scale(c["logit_scale"])
+    w.add_float32(f"{arch}.attention.scale", c["attention_scale"])
+
+
 # Every case: name, architecture, seed, hyperparameters, prompt (token ids; no BOS for families
 # whose tokenizer adds none). The prompts are longer than any sliding window below.
 CASES = [
@@ -246,11 +258,38 @@ CASES.append({
     "prompt": [1, 300, 45, 91, 210, 7, 255, 130, 64, 280, 19, 101],
 })
 
+CASES.append({
+    "name": "smollm3",
+    "arch": "smollm3",
+    "seed": 3601,
+    "note": "SmolLM3: llama's block with adjacent-pair RoPE, no RoPE on layer 3 (NoPE every 4th "
+            "layer), GQA 4:1, tied output",
+    "hp": {"d": 128, "n_layer": 4, "n_head": 4, "n_kv": 1, "head_dim": 32, "ff": 256, "vocab": 320,
+           "ctx": 65536, "theta": 5000000.0, "eps": 1e-6, "tied": True, "embd_std": 0.5},
+    "tokenizer": ("bpe", ["<|begin_of_text|>", "<|end_of_text|>", "<|im_start|>", "<|im_end|>"], "smollm"),
+    "prompt": [316, 40, 200, 61, 300, 11, 97, 250, 13, 180, 77, 299],
+})
+CASES.append({
+    "name": "granite",
+    "arch": "granite",
+    "seed": 3701,
+    "note": "Granite 3.x: llama's block with embedding multiplier 12, residual multiplier 0.22, "
+            "attention multiplier 0.0078125 (not 1/sqrt(head_dim)), logits divided by 8, GQA 4:2, "
+            "tied output",
+    "hp": {"d": 128, "n_layer": 3, "n_head": 4, "n_kv": 2, "head_dim": 32, "ff": 256, "vocab": 320,
+           "ctx": 4096, "theta": 10000000.0, "eps": 1e-5, "tied": True, "embd_std": 1.5,
+           "embedding_scale": 12.0, "residual_scale": 0.22, "attention_scale": 0.0078125, "logit_scale": 8.0},
+    "tokenizer": ("bpe", ["<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>"], "refact"),
+    "prompt": [0, 40, 120, 61, 310, 11, 97, 250, 13, 180, 77, 299],
+})
+
 BUILDERS = {
     "qwen2": (dense_llama_like, qwen_metadata),
     "qwen3": (dense_llama_like, qwen_metadata),
     "gemma3": (dense_llama_like, gemma_metadata),
     "phi3": (phi3_tensors, phi3_metadata),
+    "smollm3": (dense_llama_like, smollm3_metadata),
+    "granite": (dense_llama_like, granite_metadata),
 }
 
 

@@ -28,11 +28,16 @@ pub enum Family {
     /// RoPE (partial rotary on Phi-4-mini), LongRoPE short/long factor tables chosen by the context
     /// length, with a RoPE magnitude factor.
     Phi3,
+    /// `smollm3`: llama's block with no RoPE on every 4th layer (NoPE; fixed in llama.cpp).
+    Smollm3,
+    /// `granite` (IBM Granite 3.x dense): llama's block with embedding, residual, attention and
+    /// logit multipliers.
+    Granite,
 }
 
 impl Family {
     /// Every recognised family, in the order error messages list them.
-    pub const ALL: [Family; 5] = [Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gemma3, Family::Phi3];
+    pub const ALL: [Family; 7] = [Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gemma3, Family::Phi3, Family::Smollm3, Family::Granite];
 
     /// The `general.architecture` string, which is also the prefix of the family's metadata keys.
     pub fn name(self) -> &'static str {
@@ -42,6 +47,8 @@ impl Family {
             Family::Qwen3 => "qwen3",
             Family::Gemma3 => "gemma3",
             Family::Phi3 => "phi3",
+            Family::Smollm3 => "smollm3",
+            Family::Granite => "granite",
         }
     }
 
@@ -68,7 +75,7 @@ impl Family {
     /// True when RoPE rotates pairs `(i, i + n_rot/2)` (llama.cpp's `LLAMA_ROPE_TYPE_NEOX`) rather
     /// than adjacent pairs `(2i, 2i+1)`.
     pub fn rope_neox(self) -> bool {
-        !matches!(self, Family::Llama)
+        !matches!(self, Family::Llama | Family::Smollm3 | Family::Granite)
     }
 }
 
@@ -99,11 +106,12 @@ pub struct FamilyParams {
     /// The gated FFN's activation is GELU, tanh approximation
     /// (`0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`), instead of SiLU (Gemma).
     pub gelu: bool,
-    /// Token embeddings are multiplied by this before the first block: 1, or sqrt(n_embd) (Gemma,
-    /// computed in f32 as llama.cpp's `sqrtf`).
+    /// Token embeddings are multiplied by this before the first block: 1, sqrt(n_embd) (Gemma,
+    /// computed in f32 as llama.cpp's `sqrtf`), or `granite.embedding_scale`.
     pub embd_scale: f32,
     /// Scale of the attention scores `q . k`: `None` for 1/sqrt(head_dim); Gemma 3 27B (62
-    /// layers) uses 1/sqrt(n_embd / n_head), as llama.cpp decides it from the layer count.
+    /// layers) uses 1/sqrt(n_embd / n_head), as llama.cpp decides it from the layer count;
+    /// Granite's `granite.attention.scale`.
     pub attn_scale: Option<f32>,
     /// Final-logit soft-cap `c`: logits become `c * tanh(logits / c)`; 0 for none
     /// (`<arch>.final_logit_softcapping`).
@@ -138,6 +146,15 @@ pub struct FamilyParams {
     /// of q and k (so scores of rotated dims by its square; the unrotated dims of a partial
     /// rotary are copied unscaled), as ggml's RoPE applies it.
     pub rope_attn_factor: f32,
+    /// NoPE layers: layer l takes no RoPE when (l + 1) % nope_interval == 0 (SmolLM3: 4; a
+    /// Granite file with `granite.rope.scaling.finetuned` false: 1, no layer rotates); 0: none.
+    /// See [`FamilyParams::uses_rope`].
+    pub nope_interval: u32,
+    /// Multiplies the attention's and the FFN's outputs before each residual add
+    /// (`granite.residual_scale`; 1 when absent).
+    pub residual_scale: f32,
+    /// The logits are divided by this (`granite.logit_scale`, required for Granite; 1 otherwise).
+    pub logit_scale: f32,
 }
 
 impl Default for FamilyParams {
@@ -159,11 +176,19 @@ impl Default for FamilyParams {
             longrope: false,
             rope_orig_ctx: 0,
             rope_attn_factor: 1.0,
+            nope_interval: 0,
+            residual_scale: 1.0,
+            logit_scale: 1.0,
         }
     }
 }
 
 impl FamilyParams {
+    /// True when layer `l` rotates q and k (false on NoPE layers).
+    pub fn uses_rope(&self, l: u32) -> bool {
+        self.nope_interval == 0 || (l + 1) % self.nope_interval != 0
+    }
+
     /// True when layer `l` attends through the sliding window.
     pub fn is_swa(&self, l: u32) -> bool {
         self.sliding_window > 0 && self.swa_layers.get(l as usize).copied().unwrap_or(false)
@@ -246,6 +271,32 @@ impl FamilyParams {
                 let rope_orig_ctx = meta_u32(g, &key("rope.scaling.original_context_length"))?.unwrap_or(cfg.train_ctx);
                 let rope_attn_factor = positive_or_absent(g, &key("rope.scaling.attn_factor"))?.unwrap_or(1.0);
                 Ok(FamilyParams { fused_qkv: in_block0(g, "attn_qkv.weight"), fused_gate_up: true, longrope, rope_orig_ctx, rope_attn_factor, ..p })
+            }
+            Family::Smollm3 => Ok(FamilyParams { nope_interval: 4, ..p }),
+            Family::Granite => {
+                if n_rot != head_dim {
+                    return Err(Error::Config(format!("granite: rope dims {n_rot} must equal the head dim {head_dim} (llama.cpp asserts it)")));
+                }
+                for extra in ["attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias", "ffn_gate_inp.weight"] {
+                    if in_block0(g, extra) {
+                        return Err(Error::Config(format!("granite: blk.0.{extra} is not supported (dense Granite without biases only)")));
+                    }
+                }
+                let logit_scale =
+                    positive_or_absent(g, &key("logit_scale"))?.ok_or_else(|| Error::Config(format!("missing metadata {}", key("logit_scale"))))?;
+                let rope_on = match g.get(&key("rope.scaling.finetuned")) {
+                    None | Some(Value::Bool(true)) => true,
+                    Some(Value::Bool(false)) => false,
+                    Some(v) => return Err(Error::Config(format!("{} must be a boolean, found {v}", key("rope.scaling.finetuned")))),
+                };
+                Ok(FamilyParams {
+                    embd_scale: positive_or_absent(g, &key("embedding_scale"))?.unwrap_or(1.0),
+                    residual_scale: positive_or_absent(g, &key("residual_scale"))?.unwrap_or(1.0),
+                    attn_scale: positive_or_absent(g, &key("attention.scale"))?,
+                    logit_scale,
+                    nope_interval: if rope_on { 0 } else { 1 },
+                    ..p
+                })
             }
         }
     }

@@ -138,17 +138,21 @@ impl Reference {
             if c.family.post_norms {
                 o = rmsnorm(&o, self.w(&b("post_attention_norm")), c.eps as f64);
             }
+            let residual_scale = c.family.residual_scale as f64;
+            o.iter_mut().for_each(|v| *v *= residual_scale);
             add_in_place(&mut x, &o);
             let xn = rmsnorm(&x, self.w(&b("ffn_norm")), c.eps as f64);
             let mut h = self.ffn(l, &xn);
             if c.family.post_norms {
                 h = rmsnorm(&h, self.w(&b("post_ffw_norm")), c.eps as f64);
             }
+            h.iter_mut().for_each(|v| *v *= residual_scale);
             add_in_place(&mut x, &h);
         }
         let xn = rmsnorm(&x, self.w("output_norm.weight"), c.eps as f64);
         let out = if c.tied_output { "token_embd.weight" } else { "output.weight" };
-        let mut logits = matvec(self.w(out), &xn);
+        let logit_scale = c.family.logit_scale as f64;
+        let mut logits: Vec<f64> = matvec(self.w(out), &xn).into_iter().map(|z| z / logit_scale).collect();
         let cap = c.family.final_softcap as f64;
         if cap > 0.0 {
             logits.iter_mut().for_each(|z| *z = cap * (*z / cap).tanh());
@@ -182,10 +186,13 @@ impl Reference {
             rmsnorm_heads(&mut k, self.w(&b("attn_k_norm")), c.eps as f64);
         }
         let rotate = if c.family.rope_neox { rope_neox } else { rope };
-        rotate(&mut q, hd, freqs, pos);
-        rotate(&mut k, hd, freqs, pos);
+        let rotates = c.family.uses_rope(l as u32);
+        if rotates {
+            rotate(&mut q, hd, freqs, pos);
+            rotate(&mut k, hd, freqs, pos);
+        }
         let m = c.family.rope_attn_factor as f64;
-        if m != 1.0 {
+        if rotates && m != 1.0 {
             // ggml scales cos and sin, so the rotated dims only.
             for head in q.chunks_exact_mut(hd).chain(k.chunks_exact_mut(hd)) {
                 head[..c.n_rot as usize].iter_mut().for_each(|x| *x *= m);

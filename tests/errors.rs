@@ -87,7 +87,10 @@ fn tiny_model_is_valid() {
 fn unknown_architecture_lists_the_supported_ones() {
     let e = config_err(&tiny(&[("general.architecture", Value::Str("mamba".into()))], ""));
     assert!(matches!(e, Error::UnsupportedArchitecture(_)));
-    assert_eq!(e.to_string(), "WebGPU path: unsupported architecture \"mamba\" (general.architecture); supported: llama, qwen2, qwen3, gemma3, phi3");
+    assert_eq!(
+        e.to_string(),
+        "WebGPU path: unsupported architecture \"mamba\" (general.architecture); supported: llama, qwen2, qwen3, gemma3, phi3, smollm3, granite"
+    );
 }
 
 #[test]
@@ -167,6 +170,22 @@ fn phi3_fused_matrices_and_longrope_tables_are_checked() {
     assert!(e.to_string().contains("phi3.rope.scaling.attn_factor must be positive"), "{e}");
     let e = config_err(&phi3(&[("phi3.rope.scaling.type", Value::Str("yarn".into()))], &[]));
     assert!(e.to_string().contains("rope scaling type \"yarn\" is not supported"), "{e}");
+}
+
+#[test]
+fn granite_multipliers_are_read_and_its_unsupported_extras_refused() {
+    let scale = ("granite.logit_scale", Value::F32(8.0));
+    let e = config_err(&tiny_arch("granite", &[], "", &[]));
+    assert_eq!(e.to_string(), "WebGPU path: missing metadata granite.logit_scale");
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("granite", std::slice::from_ref(&scale), "", &[]).as_slice()).unwrap(), None).unwrap();
+    assert_eq!((c.family.logit_scale, c.family.embd_scale, c.family.residual_scale, c.family.attn_scale), (8.0, 1.0, 1.0, None));
+    let off = ("granite.rope.scaling.finetuned", Value::Bool(false));
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("granite", &[scale.clone(), off], "", &[]).as_slice()).unwrap(), None).unwrap();
+    assert!(!c.family.uses_rope(0), "rope.scaling.finetuned false: no layer rotates, as llama.cpp reads it");
+    let e = config_err(&tiny_arch("granite", &[scale.clone(), ("granite.residual_scale", Value::F32(-0.5))], "", &[]));
+    assert!(e.to_string().contains("granite.residual_scale must be positive"), "{e}");
+    let e = config_err(&tiny_arch("granite", &[scale], "", &[("blk.0.ffn_down.bias", &[8])]));
+    assert!(e.to_string().contains("granite: blk.0.ffn_down.bias is not supported"), "{e}");
 }
 
 #[test]
