@@ -1,4 +1,5 @@
-//! LLaMA hyperparameters from `llama.*` GGUF metadata, validated, and the tensor shapes they imply.
+//! Model hyperparameters from `<architecture>.*` GGUF metadata (`llama.*`, `qwen3.*` ...: the
+//! families of [`crate::family`]), validated, and the tensor shapes they imply.
 //!
 //! Defaults follow the seed module (and llama.cpp's `llm_load_hparams`): KV heads = heads, RoPE
 //! base 10000, vocab from `llama.vocab_size`, else the tokenizer's token count, else the token
@@ -10,6 +11,7 @@
 //! reads them; their values must then be equal.
 
 use crate::error::{Error, Result};
+pub use crate::family::{Family, FamilyParams};
 use crate::gguf::Gguf;
 
 /// The most experts and the largest top-k the `moe_select` kernel handles.
@@ -108,12 +110,13 @@ pub struct Config {
     pub has_rope_freqs: bool,
     /// The KV cache's element type: [`KvType::F32`] unless set at load.
     pub kv: KvType,
-    /// RoPE rotates the pairs `(j, j + n_rot / 2)` of each head (llama.cpp's NEOX type) instead of
-    /// adjacent pairs.
-    pub rope_neox: bool,
+    /// `general.architecture`; metadata keys are read under its name (`qwen3.block_count` ...).
+    pub architecture: Family,
+    /// What the family adds to llama's forward pass (all off for llama).
+    pub family: FamilyParams,
 }
 
-fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
+pub(crate) fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
     match g.get(key) {
         None => Ok(None),
         Some(v) => match v.as_u64() {
@@ -123,7 +126,7 @@ fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
     }
 }
 
-fn meta_f32(g: &Gguf, key: &str) -> Result<Option<f32>> {
+pub(crate) fn meta_f32(g: &Gguf, key: &str) -> Result<Option<f32>> {
     match g.get(key) {
         None => Ok(None),
         Some(v) => match v.as_f64() {
@@ -165,41 +168,40 @@ fn required_u32(g: &Gguf, key: &str) -> Result<u32> {
 }
 
 impl Config {
-    /// Reads and validates the config of a `llama` GGUF. `ctx` overrides the KV-cache length.
+    /// Reads and validates the config of a GGUF of any [`Family`] (its keys under
+    /// `<architecture>.`). `ctx` overrides the KV-cache length.
     ///
     /// Errors: [`Error::UnsupportedArchitecture`] for other architectures, [`Error::Config`] for
     /// missing or inconsistent hyperparameters (including more than 256 experts or top-16),
     /// [`Error::MissingTensor`] / [`Error::TensorShape`] when a tensor disagrees with them.
     pub fn from_gguf(g: &Gguf, ctx: Option<u32>) -> Result<Config> {
-        let arch = g.architecture().unwrap_or("");
-        if arch != "llama" {
-            return Err(Error::UnsupportedArchitecture(arch.to_string()));
-        }
-        let d = required_u32(g, "llama.embedding_length")?;
-        let n_layers = required_u32(g, "llama.block_count")?;
-        let n_heads = meta_u32_per_layer(g, "llama.attention.head_count", n_layers)?
-            .ok_or_else(|| Error::Config("missing metadata llama.attention.head_count".into()))?;
-        let n_kv_heads = meta_u32_per_layer(g, "llama.attention.head_count_kv", n_layers)?.filter(|&x| x > 0).unwrap_or(n_heads);
-        let eps = meta_f32(g, "llama.attention.layer_norm_rms_epsilon")?
-            .ok_or_else(|| Error::Config("missing metadata llama.attention.layer_norm_rms_epsilon".into()))?;
-        let theta = meta_f32(g, "llama.rope.freq_base")?.unwrap_or(10000.0);
-        let train_ctx = meta_u32(g, "llama.context_length")?.unwrap_or(DEFAULT_MAX_CTX);
+        let architecture = Family::from_name(g.architecture().unwrap_or(""))?;
+        let key = |k: &str| format!("{}.{k}", architecture.name());
+        let d = required_u32(g, &key("embedding_length"))?;
+        let n_layers = required_u32(g, &key("block_count"))?;
+        let n_heads = meta_u32_per_layer(g, &key("attention.head_count"), n_layers)?
+            .ok_or_else(|| Error::Config(format!("missing metadata {}", key("attention.head_count"))))?;
+        let n_kv_heads = meta_u32_per_layer(g, &key("attention.head_count_kv"), n_layers)?.filter(|&x| x > 0).unwrap_or(n_heads);
+        let eps = meta_f32(g, &key("attention.layer_norm_rms_epsilon"))?
+            .ok_or_else(|| Error::Config(format!("missing metadata {}", key("attention.layer_norm_rms_epsilon"))))?;
+        let theta = meta_f32(g, &key("rope.freq_base"))?.unwrap_or(10000.0);
+        let train_ctx = meta_u32(g, &key("context_length"))?.unwrap_or(DEFAULT_MAX_CTX);
         if d == 0 || n_layers == 0 || n_heads == 0 {
             return Err(Error::Config(format!("width {d}, {n_layers} layers and {n_heads} heads must all be positive")));
         }
-        if d % n_heads != 0 && g.get("llama.attention.key_length").is_none() {
+        if d % n_heads != 0 && g.get(&key("attention.key_length")).is_none() {
             return Err(Error::Config(format!("{n_heads} heads do not divide the width {d}")));
         }
         if n_heads % n_kv_heads != 0 {
             return Err(Error::Config(format!("{n_kv_heads} KV heads do not divide {n_heads} heads")));
         }
-        let head_dim = meta_u32(g, "llama.attention.key_length")?.unwrap_or(d / n_heads);
-        if let Some(v) = meta_u32(g, "llama.attention.value_length")? {
+        let head_dim = meta_u32(g, &key("attention.key_length"))?.unwrap_or(d / n_heads);
+        if let Some(v) = meta_u32(g, &key("attention.value_length"))? {
             if v != head_dim {
                 return Err(Error::Config(format!("value_length {v} differs from key_length {head_dim}")));
             }
         }
-        let n_rot = meta_u32(g, "llama.rope.dimension_count")?.unwrap_or(head_dim);
+        let n_rot = meta_u32(g, &key("rope.dimension_count"))?.unwrap_or(head_dim);
         if head_dim == 0 || head_dim % 2 != 0 || n_rot % 2 != 0 || n_rot > head_dim {
             return Err(Error::Config(format!("head dim {head_dim} must be even and rope dims {n_rot} even and at most it")));
         }
@@ -207,14 +209,16 @@ impl Config {
         if eps.is_nan() || eps <= 0.0 || theta.is_nan() || theta <= 0.0 {
             return Err(Error::Config(format!("eps {eps} and rope base {theta} must be positive")));
         }
-        let rope_scale = match g.get("llama.rope.scaling.type").and_then(|v| v.as_str()) {
-            Some("linear") | None => meta_f32(g, "llama.rope.scaling.factor")?.filter(|&f| f > 0.0).unwrap_or(1.0),
+        let rope_scale = match g.get(&key("rope.scaling.type")).and_then(|v| v.as_str()) {
+            // LongRoPE's tables are read by the family; llama.cpp still applies a factor key.
+            Some("longrope") if architecture == Family::Phi3 => meta_f32(g, &key("rope.scaling.factor"))?.filter(|&f| f > 0.0).unwrap_or(1.0),
+            Some("linear") | None => meta_f32(g, &key("rope.scaling.factor"))?.filter(|&f| f > 0.0).unwrap_or(1.0),
             Some("none") => 1.0,
-            Some(other) => return Err(Error::Config(format!("rope scaling type {other:?} is not supported (linear only)"))),
+            Some(other) => return Err(Error::Config(format!("rope scaling type {other:?} is not supported (linear, or longrope for phi3)"))),
         };
 
         let embd = g.tensor("token_embd.weight").ok_or_else(|| Error::MissingTensor("token_embd.weight".into()))?;
-        let vocab = match meta_u32(g, "llama.vocab_size")? {
+        let vocab = match meta_u32(g, &key("vocab_size"))? {
             Some(v) => v,
             None => match g.get("tokenizer.ggml.tokens").and_then(|v| v.as_array()) {
                 Some(a) if !a.is_empty() => a.len() as u32,
@@ -225,20 +229,20 @@ impl Config {
             return Err(Error::Config("vocabulary size is 0".into()));
         }
 
-        let moe = g.tensor("blk.0.ffn_gate_inp.weight").is_some();
+        let moe = architecture == Family::Llama && g.tensor("blk.0.ffn_gate_inp.weight").is_some();
         let (experts, topk, ff) = if moe {
-            let e = match meta_u32(g, "llama.expert_count")? {
+            let e = match meta_u32(g, &key("expert_count"))? {
                 Some(e) if e > 0 => e,
                 _ => (g.tensor("blk.0.ffn_gate_inp.weight").map_or(0, |t| t.n_elements) / d as u64) as u32,
             };
-            let k = meta_u32(g, "llama.expert_used_count")?.filter(|&k| k > 0).unwrap_or(2);
+            let k = meta_u32(g, &key("expert_used_count"))?.filter(|&k| k > 0).unwrap_or(2);
             if e > MAX_EXPERTS || k > MAX_TOPK {
                 return Err(Error::Config("at most 256 experts, top-16".into()));
             }
             if e == 0 || k > e {
                 return Err(Error::Config(format!("top-{k} of {e} experts is not a valid MoE")));
             }
-            let ff = match meta_u32(g, "llama.expert_feed_forward_length")? {
+            let ff = match meta_u32(g, &key("expert_feed_forward_length"))? {
                 Some(f) if f > 0 => f,
                 _ => {
                     let name = "blk.0.ffn_gate_exps.weight";
@@ -248,8 +252,8 @@ impl Config {
             };
             (e, k, ff)
         } else {
-            let ff = meta_u32_per_layer(g, "llama.feed_forward_length", n_layers)?;
-            (0, 0, ff.ok_or_else(|| Error::Config("missing metadata llama.feed_forward_length".into()))?)
+            let ff = meta_u32_per_layer(g, &key("feed_forward_length"), n_layers)?;
+            (0, 0, ff.ok_or_else(|| Error::Config(format!("missing metadata {}", key("feed_forward_length"))))?)
         };
         if ff == 0 {
             return Err(Error::Config("feed-forward length is 0".into()));
@@ -262,7 +266,7 @@ impl Config {
         if ctx == 0 {
             return Err(Error::Config("context length must be at least 1".into()));
         }
-        let cfg = Config {
+        let mut cfg = Config {
             d,
             n_layers,
             ff,
@@ -280,9 +284,11 @@ impl Config {
             topk,
             tied_output: g.tensor("output.weight").is_none(),
             has_rope_freqs: g.tensor("rope_freqs.weight").is_some(),
-            rope_neox: false,
             kv: KvType::F32,
+            architecture,
+            family: FamilyParams::default(),
         };
+        cfg.family = FamilyParams::read(g, &cfg)?;
         cfg.check_tensors(g)?;
         Ok(cfg)
     }
@@ -297,6 +303,20 @@ impl Config {
         self.n_kv_heads * self.head_dim
     }
 
+    /// The per-frequency RoPE divisor table the forward pass uses, if any: Llama-3's
+    /// `rope_freqs.weight`, or LongRoPE's long table when [`Config::ctx`] exceeds the original
+    /// context ([`FamilyParams::rope_orig_ctx`]), else its short one (as llama.cpp picks by its
+    /// context size).
+    pub fn rope_factors(&self) -> Option<&'static str> {
+        if self.has_rope_freqs {
+            Some("rope_freqs.weight")
+        } else if self.family.longrope {
+            Some(if self.ctx > self.family.rope_orig_ctx { "rope_factors_long.weight" } else { "rope_factors_short.weight" })
+        } else {
+            None
+        }
+    }
+
     /// True for a mixture-of-experts model.
     pub fn is_moe(&self) -> bool {
         self.experts > 0
@@ -304,7 +324,8 @@ impl Config {
 
     /// Every tensor the forward pass reads, with the dims the config implies in ggml's `ne` order
     /// (innermost first: a matrix of `rows` outputs over `cols` inputs is `[cols, rows]`, an
-    /// expert stack `[cols, rows, experts]`), as llama.cpp's `llm_build_llama` creates them.
+    /// expert stack `[cols, rows, experts]`, a bias or norm `[n]`), as llama.cpp's loader for the
+    /// family creates them (`src/models/<family>.cpp`), the family's extras included.
     pub fn expected_tensors(&self) -> Vec<(String, Vec<u64>)> {
         let mut t: Vec<(String, Vec<u64>)> = self.global_tensors().into_iter().map(|(n, dims, _)| (n, dims)).collect();
         for l in 0..self.n_layers {
@@ -323,6 +344,10 @@ impl Config {
         if self.has_rope_freqs {
             t.push(("rope_freqs.weight".into(), vec![self.n_rot as u64 / 2], "n_rot / 2"));
         }
+        if self.family.longrope {
+            t.push(("rope_factors_long.weight".into(), vec![self.n_rot as u64 / 2], "n_rot / 2"));
+            t.push(("rope_factors_short.weight".into(), vec![self.n_rot as u64 / 2], "n_rot / 2"));
+        }
         t
     }
 
@@ -330,19 +355,38 @@ impl Config {
     fn layer_tensors(&self, l: u32) -> Vec<(String, Vec<u64>, &'static str)> {
         let (d, q, kv, ff, e) = (self.d as u64, self.q_dim() as u64, self.kv_dim() as u64, self.ff as u64, self.experts as u64);
         let b = |s: &str| format!("blk.{l}.{s}.weight");
-        let mut t = vec![
-            (b("attn_norm"), vec![d], "n_embd"),
-            (b("attn_q"), vec![d, q], "n_embd, n_head * head_dim"),
-            (b("attn_k"), vec![d, kv], "n_embd, n_head_kv * head_dim"),
-            (b("attn_v"), vec![d, kv], "n_embd, n_head_kv * head_dim"),
-            (b("attn_output"), vec![q, d], "n_head * head_dim, n_embd"),
-            (b("ffn_norm"), vec![d], "n_embd"),
-        ];
+        let mut t = vec![(b("attn_norm"), vec![d], "n_embd")];
+        if self.family.fused_qkv {
+            t.push((b("attn_qkv"), vec![d, q + 2 * kv], "n_embd, (n_head + 2 n_head_kv) * head_dim"));
+        } else {
+            t.push((b("attn_q"), vec![d, q], "n_embd, n_head * head_dim"));
+            t.push((b("attn_k"), vec![d, kv], "n_embd, n_head_kv * head_dim"));
+            t.push((b("attn_v"), vec![d, kv], "n_embd, n_head_kv * head_dim"));
+        }
+        t.push((b("attn_output"), vec![q, d], "n_head * head_dim, n_embd"));
+        t.push((b("ffn_norm"), vec![d], "n_embd"));
+        let bias = |s: &str| format!("blk.{l}.{s}.bias");
+        if self.family.qkv_bias {
+            t.push((bias("attn_q"), vec![q], "n_head * head_dim"));
+            t.push((bias("attn_k"), vec![kv], "n_head_kv * head_dim"));
+            t.push((bias("attn_v"), vec![kv], "n_head_kv * head_dim"));
+        }
+        if self.family.qk_norm {
+            t.push((b("attn_q_norm"), vec![self.head_dim as u64], "head_dim"));
+            t.push((b("attn_k_norm"), vec![self.head_dim as u64], "head_dim"));
+        }
+        if self.family.post_norms {
+            t.push((b("post_attention_norm"), vec![d], "n_embd"));
+            t.push((b("post_ffw_norm"), vec![d], "n_embd"));
+        }
         if self.is_moe() {
             t.push((b("ffn_gate_inp"), vec![d, e], "n_embd, n_expert"));
             t.push((b("ffn_gate_exps"), vec![d, ff, e], "n_embd, n_ff_exp, n_expert"));
             t.push((b("ffn_up_exps"), vec![d, ff, e], "n_embd, n_ff_exp, n_expert"));
             t.push((b("ffn_down_exps"), vec![ff, d, e], "n_ff_exp, n_embd, n_expert"));
+        } else if self.family.fused_gate_up {
+            t.push((b("ffn_up"), vec![d, 2 * ff], "n_embd, 2 n_ff"));
+            t.push((b("ffn_down"), vec![ff, d], "n_ff, n_embd"));
         } else {
             t.push((b("ffn_gate"), vec![d, ff], "n_embd, n_ff"));
             t.push((b("ffn_up"), vec![d, ff], "n_embd, n_ff"));

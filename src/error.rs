@@ -19,7 +19,7 @@ pub enum Error {
     /// A tensor of a GGML type this crate does not handle: its id and ggml's name for it
     /// ([`crate::ggml::GgmlType::name_of`]).
     UnsupportedType { tensor: String, ggml_type: u32, name: &'static str },
-    /// `general.architecture` is not `llama`.
+    /// `general.architecture` is none of [`crate::family::Family::ALL`].
     UnsupportedArchitecture(String),
     /// Hyperparameters that do not make a LLaMA model (or exceed the engine's limits).
     Config(String),
@@ -59,7 +59,11 @@ impl fmt::Display for Error {
             ),
             Error::Malformed(m) => write!(f, "malformed GGUF: {m}"),
             Error::UnsupportedType { tensor, ggml_type, name } => write!(f, "tensor {tensor} has unsupported type {name} ({ggml_type})"),
-            Error::UnsupportedArchitecture(a) => write!(f, "WebGPU path: llama GGUFs only (general.architecture is {a:?})"),
+            Error::UnsupportedArchitecture(a) => write!(
+                f,
+                "WebGPU path: unsupported architecture {a:?} (general.architecture); supported: {}",
+                crate::family::Family::supported_list()
+            ),
             Error::Config(m) => write!(f, "WebGPU path: {m}"),
             Error::MissingTensor(t) => write!(f, "missing tensor {t}"),
             Error::TensorShape { tensor, expected, found } => write!(f, "tensor {tensor} has {found}, expected {expected}"),

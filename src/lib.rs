@@ -67,6 +67,7 @@ pub mod attention;
 pub mod bench;
 pub mod config;
 pub mod error;
+pub mod family;
 pub mod forward;
 pub mod ggml;
 pub mod gguf;
@@ -102,6 +103,7 @@ pub mod weights;
 
 pub use config::{Config, KvType};
 pub use error::{Error, Result};
+pub use family::{Family, FamilyParams};
 pub use gguf::Gguf;
 pub use gpu::Gpu;
 pub use llama::{Llama, LoadOptions};

@@ -530,7 +530,7 @@ impl Weights {
             Ok(out)
         };
         // NEOX RoPE's pairs made adjacent in q and k, their biases and head norms ([`RowOrder`]).
-        let qk = if cfg.rope_neox { RowOrder::NeoxPairs { head_dim: cfg.head_dim, n_rot: cfg.n_rot } } else { RowOrder::Stored };
+        let qk = if cfg.family.rope_neox { RowOrder::NeoxPairs { head_dim: cfg.head_dim, n_rot: cfg.n_rot } } else { RowOrder::Stored };
         let (d, q, kv, ff) = (cfg.d, cfg.q_dim(), cfg.kv_dim(), cfg.ff);
         let embd = matrix(&mut ld, &mut tr, "token_embd.weight", cfg.vocab, d)?;
         let out_norm = vector(&mut ld, &mut tr, "output_norm.weight")?;

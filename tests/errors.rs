@@ -18,16 +18,22 @@ fn tiny(kv: &[(&str, Value)], drop: &str) -> Vec<u8> {
 
 /// [`tiny`] plus `extra` F32 tensors (replacing those of the same name).
 fn tiny_with(kv: &[(&str, Value)], drop: &str, extra: &[(&str, &[u64])]) -> Vec<u8> {
+    tiny_arch("llama", kv, drop, extra)
+}
+
+/// [`tiny_with`] as architecture `arch` (its metadata keys under `arch.`; the same tensors).
+fn tiny_arch(arch: &str, kv: &[(&str, Value)], drop: &str, extra: &[(&str, &[u64])]) -> Vec<u8> {
+    let k = |s: &str| format!("{arch}.{s}");
     let mut meta: Vec<(String, Value)> = vec![
-        ("general.architecture".into(), Value::Str("llama".into())),
-        ("llama.embedding_length".into(), Value::U32(8)),
-        ("llama.block_count".into(), Value::U32(1)),
-        ("llama.feed_forward_length".into(), Value::U32(16)),
-        ("llama.attention.head_count".into(), Value::U32(2)),
-        ("llama.attention.head_count_kv".into(), Value::U32(1)),
-        ("llama.attention.layer_norm_rms_epsilon".into(), Value::F32(1e-5)),
-        ("llama.context_length".into(), Value::U32(32)),
-        ("llama.vocab_size".into(), Value::U32(10)),
+        ("general.architecture".into(), Value::Str(arch.into())),
+        (k("embedding_length"), Value::U32(8)),
+        (k("block_count"), Value::U32(1)),
+        (k("feed_forward_length"), Value::U32(16)),
+        (k("attention.head_count"), Value::U32(2)),
+        (k("attention.head_count_kv"), Value::U32(1)),
+        (k("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+        (k("context_length"), Value::U32(32)),
+        (k("vocab_size"), Value::U32(10)),
     ];
     for (k, v) in kv {
         meta.retain(|(key, _)| key != k);
@@ -78,10 +84,121 @@ fn tiny_model_is_valid() {
 }
 
 #[test]
-fn non_llama_architecture() {
-    let e = config_err(&tiny(&[("general.architecture", Value::Str("qwen2".into()))], ""));
+fn unknown_architecture_lists_the_supported_ones() {
+    let e = config_err(&tiny(&[("general.architecture", Value::Str("mamba".into()))], ""));
     assert!(matches!(e, Error::UnsupportedArchitecture(_)));
-    assert!(e.to_string().contains("WebGPU path: llama GGUFs only") && e.to_string().contains("qwen2"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "WebGPU path: unsupported architecture \"mamba\" (general.architecture); supported: llama, qwen2, qwen3, gemma3, phi3, smollm3, granite"
+    );
+}
+
+#[test]
+fn family_keys_are_read_under_the_architectures_name() {
+    // The tiny model as qwen3 (with its q/k norms) reads qwen3.* keys; llama.* ones are not read.
+    let norms: &[(&str, &[u64])] = &[("blk.0.attn_q_norm.weight", &[4]), ("blk.0.attn_k_norm.weight", &[4])];
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("qwen3", &[], "", norms).as_slice()).unwrap(), None).unwrap();
+    assert_eq!((c.architecture.name(), c.d, c.n_heads, c.n_kv_heads, c.head_dim, c.ff), ("qwen3", 8, 2, 1, 4, 16));
+    assert!(c.family.qk_norm && c.family.rope_neox && !c.family.qkv_bias);
+    let e = config_err(&tiny_arch("qwen3", &[("qwen3.embedding_length", Value::Str("8".into()))], "", norms));
+    assert!(e.to_string().contains("qwen3.embedding_length must be a non-negative integer"), "{e}");
+}
+
+#[test]
+fn family_tensors_are_required_with_their_dims() {
+    let (qn, kn) = ("blk.0.attn_q_norm.weight", "blk.0.attn_k_norm.weight");
+    // Qwen3's q/k norms are required, [head_dim] each.
+    let e = config_err(&tiny_arch("qwen3", &[], "", &[(qn, &[4])]));
+    assert_eq!(e, Error::MissingTensor(kn.into()));
+    let e = config_err(&tiny_arch("qwen3", &[], "", &[(qn, &[4]), (kn, &[8])]));
+    assert!(matches!(&e, Error::TensorShape { tensor, .. } if tensor == kn), "{e}");
+    assert!(e.to_string().contains("expected dims [4] (head_dim;"), "{e}");
+    // Qwen2's biases: q's presence requires k's and v's, each as wide as its projection.
+    let e = config_err(&tiny_arch("qwen2", &[], "", &[("blk.0.attn_q.bias", &[8]), ("blk.0.attn_k.bias", &[4])]));
+    assert_eq!(e, Error::MissingTensor("blk.0.attn_v.bias".into()));
+    let e = config_err(&tiny_arch("qwen2", &[], "", &[("blk.0.attn_q.bias", &[8]), ("blk.0.attn_k.bias", &[8]), ("blk.0.attn_v.bias", &[4])]));
+    assert!(e.to_string().contains("tensor blk.0.attn_k.bias has dims [8], expected dims [4] (n_head_kv * head_dim;"), "{e}");
+    let e = config_err(&tiny_arch("qwen2", &[], "", &[("blk.0.attn_v.bias", &[4])]));
+    assert!(e.to_string().contains("k or v biases without q biases"), "{e}");
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("qwen2", &[], "", &[]).as_slice()).unwrap(), None).unwrap();
+    assert!(!c.family.qkv_bias, "biases are optional, as in llama.cpp");
+}
+
+#[test]
+fn gemma3_norms_window_pattern_and_soft_cap_are_checked() {
+    let t: &[(&str, &[u64])] = &[
+        ("blk.0.attn_q_norm.weight", &[4]),
+        ("blk.0.attn_k_norm.weight", &[4]),
+        ("blk.0.post_attention_norm.weight", &[8]),
+        ("blk.0.post_ffw_norm.weight", &[8]),
+    ];
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("gemma3", &[], "", t).as_slice()).unwrap(), None).unwrap();
+    assert!(c.family.post_norms && c.family.gelu && c.family.sliding_window == 0 && !c.family.is_swa(0));
+    assert_eq!(config_err(&tiny_arch("gemma3", &[], "blk.0.post_ffw_norm.weight", &t[..3])), Error::MissingTensor("blk.0.post_ffw_norm.weight".into()));
+    let e = config_err(&tiny_arch("gemma3", &[], "", &[t[0], t[1], ("blk.0.post_attention_norm.weight", &[4]), t[3]]));
+    assert!(e.to_string().contains("tensor blk.0.post_attention_norm.weight has dims [4], expected dims [8] (n_embd;"), "{e}");
+    let window = ("gemma3.attention.sliding_window", Value::U32(4));
+    let e = config_err(&tiny_arch("gemma3", &[window.clone(), ("gemma3.attention.sliding_window_pattern", Value::Array(vec![Value::Bool(true); 2]))], "", t));
+    assert!(e.to_string().contains("gemma3.attention.sliding_window_pattern is an array of 2 values but there are 1 layers"), "{e}");
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("gemma3", &[window], "", t).as_slice()).unwrap(), None).unwrap();
+    assert!(c.family.is_swa(0), "default pattern 6: layer 0 slides");
+    let e = config_err(&tiny_arch("gemma3", &[("gemma3.final_logit_softcapping", Value::F32(-1.0))], "", t));
+    assert!(e.to_string().contains("gemma3.final_logit_softcapping must be positive, found -1"), "{e}");
+}
+
+#[test]
+fn phi3_fused_matrices_and_longrope_tables_are_checked() {
+    // The tiny model's q, k, v fused into one [8, 16] matrix, gate|up into one [8, 32].
+    let fused: &[(&str, &[u64])] = &[("blk.0.attn_qkv.weight", &[8, 16]), ("blk.0.ffn_up.weight", &[8, 32])];
+    let phi3 = |kv: &[(&str, Value)], extra: &[(&str, &[u64])]| {
+        let mut t = fused.to_vec();
+        t.extend_from_slice(extra);
+        tiny_arch("phi3", kv, "blk.0.ffn_gate.weight", &t)
+    };
+    let c = Config::from_gguf(&Gguf::parse(phi3(&[], &[]).as_slice()).unwrap(), None).unwrap();
+    assert!(c.family.fused_qkv && c.family.fused_gate_up && !c.family.longrope && c.rope_factors().is_none());
+    let e = config_err(&tiny_arch("phi3", &[], "blk.0.ffn_gate.weight", &[("blk.0.attn_qkv.weight", &[8, 12]), fused[1]]));
+    assert!(e.to_string().contains("tensor blk.0.attn_qkv.weight has dims [8, 12], expected dims [8, 16] (n_embd, (n_head + 2 n_head_kv) * head_dim;"), "{e}");
+    let e = config_err(&tiny_arch("phi3", &[], "blk.0.ffn_gate.weight", &[fused[0], ("blk.0.ffn_up.weight", &[8, 16])]));
+    assert!(e.to_string().contains("expected dims [8, 32] (n_embd, 2 n_ff;"), "{e}");
+    // LongRoPE: either table requires both, [n_rot / 2] each.
+    let e = config_err(&phi3(&[], &[("rope_factors_long.weight", &[2])]));
+    assert_eq!(e, Error::MissingTensor("rope_factors_short.weight".into()));
+    let e = config_err(&phi3(&[], &[("rope_factors_long.weight", &[2]), ("rope_factors_short.weight", &[4])]));
+    assert!(e.to_string().contains("tensor rope_factors_short.weight has dims [4], expected dims [2] (n_rot / 2;"), "{e}");
+    let e = config_err(&phi3(&[("phi3.rope.scaling.attn_factor", Value::F32(0.0))], &[]));
+    assert!(e.to_string().contains("phi3.rope.scaling.attn_factor must be positive"), "{e}");
+    let e = config_err(&phi3(&[("phi3.rope.scaling.type", Value::Str("yarn".into()))], &[]));
+    assert!(e.to_string().contains("rope scaling type \"yarn\" is not supported"), "{e}");
+}
+
+#[test]
+fn granite_multipliers_are_read_and_its_unsupported_extras_refused() {
+    let scale = ("granite.logit_scale", Value::F32(8.0));
+    let e = config_err(&tiny_arch("granite", &[], "", &[]));
+    assert_eq!(e.to_string(), "WebGPU path: missing metadata granite.logit_scale");
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("granite", std::slice::from_ref(&scale), "", &[]).as_slice()).unwrap(), None).unwrap();
+    assert_eq!((c.family.logit_scale, c.family.embd_scale, c.family.residual_scale, c.family.attn_scale), (8.0, 1.0, 1.0, None));
+    let off = ("granite.rope.scaling.finetuned", Value::Bool(false));
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("granite", &[scale.clone(), off], "", &[]).as_slice()).unwrap(), None).unwrap();
+    assert!(!c.family.uses_rope(0), "rope.scaling.finetuned false: no layer rotates, as llama.cpp reads it");
+    let e = config_err(&tiny_arch("granite", &[scale.clone(), ("granite.residual_scale", Value::F32(-0.5))], "", &[]));
+    assert!(e.to_string().contains("granite.residual_scale must be positive"), "{e}");
+    let e = config_err(&tiny_arch("granite", &[scale], "", &[("blk.0.ffn_down.bias", &[8])]));
+    assert!(e.to_string().contains("granite: blk.0.ffn_down.bias is not supported"), "{e}");
+}
+
+#[test]
+fn family_shapes_llama_cpp_asserts_against_are_config_errors() {
+    let norms: &[(&str, &[u64])] = &[("blk.0.attn_q_norm.weight", &[4]), ("blk.0.attn_k_norm.weight", &[4])];
+    let e = config_err(&tiny_arch("qwen3", &[("qwen3.rope.dimension_count", Value::U32(2))], "", norms));
+    assert!(matches!(e, Error::Config(_)) && e.to_string().contains("qwen3: rope dims 2 must equal the head dim 4"), "{e}");
+    // Qwen2's attn_q and attn_output are n_embd x n_embd: a head dim that changes the query width is refused.
+    let kv = [("qwen2.attention.key_length", Value::U32(8)), ("qwen2.attention.value_length", Value::U32(8))];
+    let e = config_err(&tiny_arch("qwen2", &kv, "", &[]));
+    assert!(e.to_string().contains("qwen2: heads x head dim = 16 must equal the width 8"), "{e}");
+    let e = config_err(&tiny_arch("qwen2", &[], "", &[("output.bias", &[10])]));
+    assert!(e.to_string().contains("qwen2: output.bias is not supported"), "{e}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use webgpu_llama::ggml::{self, GgmlType};
 #[cfg(feature = "lab")]
 use webgpu_llama::kernels::CpuTile;
 use webgpu_llama::synth::Rng;
-use webgpu_llama::{attention, oneshot, reference, rope, Config, Gpu, KvType};
+use webgpu_llama::{attention, oneshot, reference, rope, Config, Family, FamilyParams, Gpu, KvType};
 
 /// The tokens axis.
 const TOKENS: [u32; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 33, 300];
@@ -56,7 +56,8 @@ fn attention_config(ctx: u32) -> Config {
         tied_output: false,
         has_rope_freqs: false,
         kv: KvType::F32,
-        rope_neox: false,
+        architecture: Family::Llama,
+        family: FamilyParams::default(),
     }
 }
 

@@ -185,6 +185,7 @@ async fn run_case_on(case: &Case, dev: &JsValue) -> f32 {
     assert_eq!(sg, expected_subgroup(dev), "{}: config.subgroupSize", case.name);
     let (prompt, greedy) = (case.prompt(), case.greedy());
     assert_eq!(config_u32(&llama, "vocab") as usize, case.vocab(), "{}: vocab", case.name);
+    assert_eq!(js_get(&js_get(&llama, "config"), "architecture").as_string().as_deref(), Some("llama"), "{}: config.architecture", case.name);
     let p = prompt.len();
     let mut worst = 0f32;
     let mut check = |i: usize, got: &[f32]| {

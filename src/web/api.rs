@@ -27,6 +27,8 @@ use crate::vocab::Vocab;
 const TS_TYPES: &str = r#"
 /** A loaded model's hyperparameters (the seed's fields first) and what loading it took. */
 export interface LlamaConfig {
+  /** The GGUF's general.architecture ("llama", "qwen3" ...): the model family. */
+  readonly architecture: string;
   /** Model width (llama.embedding_length). */
   readonly d: number;
   /** Transformer blocks (llama.block_count). */
@@ -524,6 +526,7 @@ async fn load(device: &JsValue, src: &Source, opts: &Options) -> Result<WebLlama
     let limits = gpu.limits();
     let (weight_gpu, weight_file) = llama.weight_bytes();
     let config = object(&[
+        ("architecture", c.architecture.name().into()),
         ("d", c.d.into()),
         ("L", c.n_layers.into()),
         ("ff", c.ff.into()),
