@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod families;
+
 use webgpu_llama::{Gguf, Gpu, Llama, LoadOptions};
 
 /// `../shared` beside the crate. Panics loudly when it is missing: these tests never pass silently.
