@@ -146,7 +146,10 @@ pub fn build(b: &mut Builder, cfg: &Config, weights: &Weights, a: &Activations, 
             None => Reader { m: Some(&weights.output), norm: &weights.out_norm },
         };
         let caches = (b.storage("k cache", kv_bytes), b.storage("v cache", kv_bytes));
-        carry = layer(b, cfg, lw, a, fusion, &caches, carry, next);
+        // SmolLM3's NoPE layers rotate no dims.
+        let no_rope = Config { n_rot: 0, ..cfg.clone() };
+        let cfg_l = if cfg.family.uses_rope(l as u32) { cfg } else { &no_rope };
+        carry = layer(b, cfg_l, lw, a, fusion, &caches, carry, next);
     }
     b.rmsnorm(cfg.d, cfg.eps, &a.x, &weights.out_norm, &a.xn, fusion.norm);
     let io = Io { x: &a.xn, x_stride: cfg.d, y: &a.logits, y_stride: cfg.vocab, y0: 0, accumulate: false };

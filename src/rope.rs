@@ -19,15 +19,17 @@ pub fn frequencies(cfg: &Config, factors: Option<&[f32]>) -> Vec<f64> {
 }
 
 /// `[positions][n_rot / 2][cos, sin]` as f32, angles computed in f64 so that late positions keep
-/// their precision.
+/// their precision; both scaled by LongRoPE's magnitude factor
+/// ([`crate::FamilyParams::rope_attn_factor`], 1 elsewhere), as ggml's RoPE applies it.
 pub fn table(cfg: &Config, factors: Option<&[f32]>, positions: u32) -> Vec<f32> {
     let freqs = frequencies(cfg, factors);
+    let m = cfg.family.rope_attn_factor as f64;
     let mut out = Vec::with_capacity(positions as usize * freqs.len() * 2);
     for pos in 0..positions {
         for f in &freqs {
             let a = pos as f64 * f;
-            out.push(a.cos() as f32);
-            out.push(a.sin() as f32);
+            out.push((m * a.cos()) as f32);
+            out.push((m * a.sin()) as f32);
         }
     }
     out

@@ -530,45 +530,61 @@ impl Weights {
             Ok(out)
         };
         // NEOX RoPE's pairs made adjacent in q and k, their biases and head norms ([`RowOrder`]).
-        let qk = if cfg.family.rope_neox { RowOrder::NeoxPairs { head_dim: cfg.head_dim, n_rot: cfg.n_rot } } else { RowOrder::Stored };
         let (d, q, kv, ff) = (cfg.d, cfg.q_dim(), cfg.kv_dim(), cfg.ff);
+        let neox = |rows| if cfg.family.rope_neox { RowOrder::NeoxPairs { head_dim: cfg.head_dim, n_rot: cfg.n_rot, rows } } else { RowOrder::Stored };
+        let qk = neox(u32::MAX);
         let embd = matrix(&mut ld, &mut tr, "token_embd.weight", cfg.vocab, d)?;
         let out_norm = vector(&mut ld, &mut tr, "output_norm.weight")?;
         let output = if cfg.tied_output { embd.clone() } else { matrix(&mut ld, &mut tr, "output.weight", cfg.vocab, d)? };
-        let rope_freqs = if cfg.has_rope_freqs {
-            let t = tr.info("rope_freqs.weight")?;
-            let v = elements_f32(ld.src, &t, 0, t.n_elements)?;
-            tr.done(&t);
-            Some(v)
-        } else {
-            None
+        // Llama-3's frequency divisors, or the LongRoPE table the context picks (the other one
+        // is not read).
+        let rope_freqs = match cfg.rope_factors() {
+            Some(name) => {
+                let t = tr.info(name)?;
+                let v = elements_f32(ld.src, &t, 0, t.n_elements)?;
+                tr.done(&t);
+                Some(v)
+            }
+            None => None,
         };
+        if cfg.family.longrope {
+            let unused = if cfg.rope_factors() == Some("rope_factors_long.weight") { "rope_factors_short.weight" } else { "rope_factors_long.weight" };
+            tr.done(&tr.info(unused)?);
+        }
         let mut layers = Vec::with_capacity(cfg.n_layers as usize);
         for l in 0..cfg.n_layers {
             let b = |s: &str| format!("blk.{l}.{s}.weight");
             let attn_norm = vector(&mut ld, &mut tr, &b("attn_norm"))?;
-            let qkv_parts = [(b("attn_q"), q, qk), (b("attn_k"), kv, qk), (b("attn_v"), kv, RowOrder::Stored)];
-            let qkv = group(&mut ld, &mut tr, &format!("blk.{l}.attn_qkv"), &qkv_parts, d)?;
+            let qkv = if cfg.family.fused_qkv {
+                // Phi-3's one [q | k | v] matrix: NEOX order for the q and k rows only.
+                let t = tr.info(&b("attn_qkv"))?;
+                let m = ld.matrix(&t.name, t.ggml_type, t.offset, q + 2 * kv, d, neox(q + kv))?;
+                tr.done(&t);
+                vec![(m, 0)]
+            } else {
+                let qkv_parts = [(b("attn_q"), q, qk), (b("attn_k"), kv, qk), (b("attn_v"), kv, RowOrder::Stored)];
+                group(&mut ld, &mut tr, &format!("blk.{l}.attn_qkv"), &qkv_parts, d)?
+            };
             // Optional per family: q/k/v biases (all three or none), q and k head norms.
             let bias = |s: &str| format!("blk.{l}.{s}.bias");
-            let qkv_bias = match tr.g.tensor(&bias("attn_q")) {
-                Some(_) => {
+            let qkv_bias = match cfg.family.qkv_bias {
+                true => {
                     let ts = [bias("attn_q"), bias("attn_k"), bias("attn_v")].map(|n| tr.info(&n)).into_iter().collect::<Result<Vec<_>>>()?;
                     let v = ld.vectors(&format!("blk.{l}.attn_qkv.bias"), &[(&ts[0], qk), (&ts[1], qk), (&ts[2], RowOrder::Stored)])?;
                     ts.iter().for_each(|t| tr.done(t));
                     Some(v)
                 }
-                None => None,
+                false => None,
             };
-            let qk_norm = match tr.g.tensor(&b("attn_q_norm")) {
-                Some(_) => {
+            let qk_norm = match cfg.family.qk_norm {
+                true => {
                     let (tq, tk) = (tr.info(&b("attn_q_norm"))?, tr.info(&b("attn_k_norm"))?);
                     let norms = (ld.vectors(&tq.name, &[(&tq, qk)])?, ld.vectors(&tk.name, &[(&tk, qk)])?);
                     tr.done(&tq);
                     tr.done(&tk);
                     Some(norms)
                 }
-                None => None,
+                false => None,
             };
             let wo = matrix(&mut ld, &mut tr, &b("attn_output"), d, q)?;
             let ffn_norm = vector(&mut ld, &mut tr, &b("ffn_norm"))?;
@@ -586,16 +602,14 @@ impl Weights {
                     down: stack(&mut ld, &mut tr, &b("ffn_down_exps"), d, ff)?,
                 }
             } else {
-                Ffn::Dense {
-                    gate_up: group(
-                        &mut ld,
-                        &mut tr,
-                        &format!("blk.{l}.ffn_gate_up"),
-                        &[(b("ffn_gate"), ff, RowOrder::Stored), (b("ffn_up"), ff, RowOrder::Stored)],
-                        d,
-                    )?,
-                    down: matrix(&mut ld, &mut tr, &b("ffn_down"), d, ff)?,
-                }
+                // Phi-3's ffn_up holds the gate rows then the up rows: already one [gate | up].
+                let gate_up = if cfg.family.fused_gate_up {
+                    vec![(matrix(&mut ld, &mut tr, &b("ffn_up"), 2 * ff, d)?, 0)]
+                } else {
+                    let parts = [(b("ffn_gate"), ff, RowOrder::Stored), (b("ffn_up"), ff, RowOrder::Stored)];
+                    group(&mut ld, &mut tr, &format!("blk.{l}.ffn_gate_up"), &parts, d)?
+                };
+                Ffn::Dense { gate_up, down: matrix(&mut ld, &mut tr, &b("ffn_down"), d, ff)? }
             };
             layers.push(Layer { attn_norm, qkv, qkv_bias, qk_norm, o: wo, ffn_norm, ffn });
         }

@@ -15,12 +15,15 @@ pub enum RowOrder {
     #[default]
     Stored,
     /// In each head of `head_dim` rows, rows `2j` and `2j + 1` are the stored rows `j` and
-    /// `j + n_rot / 2` (`j < n_rot / 2`); rows from `n_rot` on (partial rotary) as stored.
+    /// `j + n_rot / 2` (`j < n_rot / 2`); rows from `n_rot` on (partial rotary) as stored, and
+    /// every row from `rows` on (the v rows of a fused q/k/v matrix).
     NeoxPairs {
         /// Rows (dims) per head.
         head_dim: u32,
         /// Rotated dims per head (even, at most `head_dim`).
         n_rot: u32,
+        /// Rows reordered (whole heads); `u32::MAX` for all.
+        rows: u32,
     },
 }
 
@@ -29,7 +32,8 @@ impl RowOrder {
     pub fn source(self, r: u32) -> u32 {
         match self {
             RowOrder::Stored => r,
-            RowOrder::NeoxPairs { head_dim, n_rot } => {
+            RowOrder::NeoxPairs { rows, .. } if r >= rows => r,
+            RowOrder::NeoxPairs { head_dim, n_rot, .. } => {
                 let (head, i) = (r / head_dim, r % head_dim);
                 let j = match i {
                     i if i >= n_rot => i,
@@ -62,7 +66,7 @@ mod tests {
 
     #[test]
     fn neox_pairs_are_a_permutation_of_each_head_and_pair_j_with_j_plus_half() {
-        let o = RowOrder::NeoxPairs { head_dim: 8, n_rot: 6 };
+        let o = RowOrder::NeoxPairs { head_dim: 8, n_rot: 6, rows: u32::MAX };
         let rows: Vec<u32> = (0..16).map(|r| o.source(r)).collect();
         assert_eq!(rows, [0, 3, 1, 4, 2, 5, 6, 7, 8, 11, 9, 12, 10, 13, 14, 15]);
         // The runs cover rows 3..16 in order and say the same, merging where stored rows follow on.
@@ -78,5 +82,8 @@ mod tests {
         assert_eq!(expanded, (3..16).collect::<Vec<_>>());
         assert_eq!(o.runs(3, 13).len(), 8);
         assert_eq!(RowOrder::Stored.runs(3, 5), [(3, 3, 5)]);
+        // A fused q/k/v matrix: only its first `rows` rows (q and k) are reordered.
+        let fused = RowOrder::NeoxPairs { head_dim: 8, n_rot: 6, rows: 8 };
+        assert_eq!((0..12).map(|r| fused.source(r)).collect::<Vec<_>>(), [0, 3, 1, 4, 2, 5, 6, 7, 8, 9, 10, 11]);
     }
 }
