@@ -3,6 +3,7 @@
 //! ([`crate::ggml::quantize`], ggml's block layouts).
 
 use crate::error::Result;
+use crate::family::Family;
 use crate::ggml::{quantize, GgmlType};
 use crate::gguf::{GgufWriter, Value};
 
@@ -39,6 +40,10 @@ pub struct Shape {
     pub theta: f32,
     /// `llama.context_length`.
     pub ctx: u32,
+    /// The GGUF architecture: its metadata prefix and the tensors it adds (Qwen2's q/k/v
+    /// biases, Qwen3's q/k norms, Phi-3's fused q/k/v and gate/up matrices and LongRoPE
+    /// tables). Llama, Qwen2, Qwen3 and Phi-3 only.
+    pub family: Family,
 }
 
 impl Shape {
@@ -60,6 +65,7 @@ impl Shape {
             rope_scale: None,
             theta: 10000.0,
             ctx: 2048,
+            family: Family::Llama,
         }
     }
 
@@ -89,9 +95,38 @@ impl Shape {
         Shape { tied: true, theta: 100000.0, ctx: 8192, ..Shape::dense(576, 30, 9, 3, 1536, 49152) }
     }
 
-    /// A named shape: `llama-3.2-1b`, `llama-3-8b`, `tinyllama-1.1b`, `moe-8x-1b`, `smollm2-135m`.
+    /// Qwen2.5-0.5B: d 896, 24 layers, 14/2 heads, ff 4864, vocab 151936, q/k/v biases, tied
+    /// output, theta 1e6.
+    pub fn qwen25_05b() -> Shape {
+        Shape { family: Family::Qwen2, tied: true, theta: 1e6, ctx: 32768, ..Shape::dense(896, 24, 14, 2, 4864, 151936) }
+    }
+
+    /// Qwen3-0.6B: d 1024, 28 layers, 16/8 heads of 128 (q width 2048), ff 3072, vocab 151936,
+    /// q/k norms, tied output, theta 1e6.
+    pub fn qwen3_06b() -> Shape {
+        Shape { family: Family::Qwen3, head_dim: Some(128), tied: true, theta: 1e6, ctx: 40960, ..Shape::dense(1024, 28, 16, 8, 3072, 151936) }
+    }
+
+    /// Qwen3-4B: d 2560, 36 layers, 32/8 heads of 128 (q width 4096), ff 9728, vocab 151936,
+    /// q/k norms, tied output, theta 1e6.
+    pub fn qwen3_4b() -> Shape {
+        Shape { family: Family::Qwen3, head_dim: Some(128), tied: true, theta: 1e6, ctx: 40960, ..Shape::dense(2560, 36, 32, 8, 9728, 151936) }
+    }
+
+    /// Phi-3.5-mini: d 3072, 32 layers, 32/32 heads of 96, ff 8192, vocab 32064, fused q/k/v and
+    /// gate/up, LongRoPE (original context 4096), theta 10000.
+    pub fn phi35_mini() -> Shape {
+        Shape { family: Family::Phi3, ctx: 131072, ..Shape::dense(3072, 32, 32, 32, 8192, 32064) }
+    }
+
+    /// A named shape: `llama-3.2-1b`, `llama-3-8b`, `tinyllama-1.1b`, `moe-8x-1b`, `smollm2-135m`,
+    /// `qwen2.5-0.5b`, `qwen3-0.6b`, `qwen3-4b`, `phi-3.5-mini`.
     pub fn named(name: &str) -> Option<Shape> {
         match name {
+            "qwen2.5-0.5b" => Some(Shape::qwen25_05b()),
+            "qwen3-0.6b" => Some(Shape::qwen3_06b()),
+            "qwen3-4b" => Some(Shape::qwen3_4b()),
+            "phi-3.5-mini" => Some(Shape::phi35_mini()),
             "smollm2-135m" => Some(Shape::smollm2_135m()),
             "llama-3.2-1b" => Some(Shape::llama32_1b()),
             "llama-3-8b" => Some(Shape::llama3_8b()),
@@ -164,29 +199,37 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let (d, hd) = (s.d as u64, s.hd() as u64);
     let (q, kv, ff, e) = (s.n_heads as u64 * hd, s.n_kv_heads as u64 * hd, s.ff as u64, s.experts as u64);
+    let arch = s.family.name();
+    let key = |k: &str| format!("{arch}.{k}");
     let mut w = GgufWriter::new(3);
-    w.kv("general.architecture", Value::Str("llama".into()))
+    w.kv("general.architecture", Value::Str(arch.into()))
         .kv("general.name", Value::Str("synthetic".into()))
-        .kv("llama.embedding_length", Value::U32(s.d))
-        .kv("llama.block_count", Value::U32(s.n_layers))
-        .kv("llama.feed_forward_length", Value::U32(s.ff))
-        .kv("llama.attention.head_count", Value::U32(s.n_heads))
-        .kv("llama.attention.head_count_kv", Value::U32(s.n_kv_heads))
-        .kv("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5))
-        .kv("llama.rope.freq_base", Value::F32(s.theta))
-        .kv("llama.context_length", Value::U32(s.ctx))
-        .kv("llama.vocab_size", Value::U32(s.vocab));
+        .kv(&key("embedding_length"), Value::U32(s.d))
+        .kv(&key("block_count"), Value::U32(s.n_layers))
+        .kv(&key("feed_forward_length"), Value::U32(s.ff))
+        .kv(&key("attention.head_count"), Value::U32(s.n_heads))
+        .kv(&key("attention.head_count_kv"), Value::U32(s.n_kv_heads))
+        .kv(&key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5))
+        .kv(&key("rope.freq_base"), Value::F32(s.theta))
+        .kv(&key("context_length"), Value::U32(s.ctx))
+        .kv(&key("vocab_size"), Value::U32(s.vocab));
     if let Some(h) = s.head_dim {
-        w.kv("llama.attention.key_length", Value::U32(h)).kv("llama.attention.value_length", Value::U32(h));
+        w.kv(&key("attention.key_length"), Value::U32(h)).kv(&key("attention.value_length"), Value::U32(h));
     }
     if let Some(r) = s.n_rot {
-        w.kv("llama.rope.dimension_count", Value::U32(r));
+        w.kv(&key("rope.dimension_count"), Value::U32(r));
     }
     if let Some(f) = s.rope_scale {
-        w.kv("llama.rope.scaling.type", Value::Str("linear".into())).kv("llama.rope.scaling.factor", Value::F32(f));
+        w.kv(&key("rope.scaling.type"), Value::Str("linear".into())).kv(&key("rope.scaling.factor"), Value::F32(f));
     }
     if s.experts > 0 {
-        w.kv("llama.expert_count", Value::U32(s.experts)).kv("llama.expert_used_count", Value::U32(s.topk));
+        w.kv(&key("expert_count"), Value::U32(s.experts)).kv(&key("expert_used_count"), Value::U32(s.topk));
+    }
+    let phi3 = s.family == Family::Phi3;
+    if phi3 {
+        // Phi-3.5-mini's LongRoPE: trained on 4096 positions, magnitude sqrt(1 + ln(32) / ln(4096)).
+        let attn_factor = (1.0 + (s.ctx as f32 / 4096.0).ln() / 4096f32.ln()).sqrt();
+        w.kv(&key("rope.scaling.original_context_length"), Value::U32(4096)).kv(&key("rope.scaling.attn_factor"), Value::F32(attn_factor));
     }
     let mut tensor = |w: &mut GgufWriter, name: &str, dims: &[u64], ty: GgmlType, scale: f32, offset: f32| -> Result<()> {
         let n: u64 = dims.iter().product();
@@ -200,6 +243,13 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
     if !s.tied {
         tensor(&mut w, "output.weight", &[d, s.vocab as u64], scheme.type_for("output.weight"), mat(d), 0.0)?;
     }
+    if phi3 {
+        let half = s.n_rot.unwrap_or(s.hd()) as u64 / 2;
+        for (name, top) in [("rope_factors_short.weight", 2.0f32), ("rope_factors_long.weight", 40.0)] {
+            let f: Vec<f32> = (0..half).map(|j| 1.0 + (top - 1.0) * j as f32 / half.max(1) as f32).collect();
+            w.tensor(name, &[half], GgmlType::F32, bytemuck::cast_slice(&f).to_vec());
+        }
+    }
     if s.rope_freqs {
         let n_rot = s.n_rot.unwrap_or(s.hd()) as u64;
         // Llama-3's factors run from 1 (high frequencies) up to 8 (low ones).
@@ -210,9 +260,22 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
         let b = |x: &str| format!("blk.{l}.{x}.weight");
         let t = |x: &str| scheme.type_for(&b(x));
         tensor(&mut w, &b("attn_norm"), &[d], GgmlType::F32, 0.2, 1.0)?;
-        tensor(&mut w, &b("attn_q"), &[d, q], t("attn_q"), mat(d), 0.0)?;
-        tensor(&mut w, &b("attn_k"), &[d, kv], t("attn_k"), mat(d), 0.0)?;
-        tensor(&mut w, &b("attn_v"), &[d, kv], t("attn_v"), mat(d), 0.0)?;
+        if phi3 {
+            tensor(&mut w, &b("attn_qkv"), &[d, q + 2 * kv], t("attn_qkv"), mat(d), 0.0)?;
+        } else {
+            tensor(&mut w, &b("attn_q"), &[d, q], t("attn_q"), mat(d), 0.0)?;
+            tensor(&mut w, &b("attn_k"), &[d, kv], t("attn_k"), mat(d), 0.0)?;
+            tensor(&mut w, &b("attn_v"), &[d, kv], t("attn_v"), mat(d), 0.0)?;
+        }
+        if s.family == Family::Qwen2 {
+            for (x, n) in [("attn_q", q), ("attn_k", kv), ("attn_v", kv)] {
+                tensor(&mut w, &format!("blk.{l}.{x}.bias"), &[n], GgmlType::F32, 0.1, 0.0)?;
+            }
+        }
+        if s.family == Family::Qwen3 {
+            tensor(&mut w, &b("attn_q_norm"), &[hd], GgmlType::F32, 0.2, 1.0)?;
+            tensor(&mut w, &b("attn_k_norm"), &[hd], GgmlType::F32, 0.2, 1.0)?;
+        }
         tensor(&mut w, &b("attn_output"), &[q, d], t("attn_output"), mat(q), 0.0)?;
         tensor(&mut w, &b("ffn_norm"), &[d], GgmlType::F32, 0.2, 1.0)?;
         if s.experts > 0 {
@@ -220,6 +283,9 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
             tensor(&mut w, &b("ffn_gate_exps"), &[d, ff, e], t("ffn_gate_exps"), mat(d), 0.0)?;
             tensor(&mut w, &b("ffn_up_exps"), &[d, ff, e], t("ffn_up_exps"), mat(d), 0.0)?;
             tensor(&mut w, &b("ffn_down_exps"), &[ff, d, e], t("ffn_down_exps"), mat(ff), 0.0)?;
+        } else if phi3 {
+            tensor(&mut w, &b("ffn_up"), &[d, 2 * ff], t("ffn_up"), mat(d), 0.0)?;
+            tensor(&mut w, &b("ffn_down"), &[ff, d], t("ffn_down"), mat(ff), 0.0)?;
         } else {
             tensor(&mut w, &b("ffn_gate"), &[d, ff], t("ffn_gate"), mat(d), 0.0)?;
             tensor(&mut w, &b("ffn_up"), &[d, ff], t("ffn_up"), mat(d), 0.0)?;

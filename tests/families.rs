@@ -13,7 +13,6 @@ mod common;
 
 use common::families::*;
 use common::*;
-use webgpu_llama::reference::Reference;
 use webgpu_llama::{Config, Family, Gguf};
 
 /// Max abs difference allowed between the f64 reference and llama.cpp's f32 logits. llama.cpp

@@ -89,3 +89,21 @@ fn every_gpu_family_case_matches_its_reference() {
         assert!(ran.contains(&f), "{f} runs on the GPU but has no case in tests/families/");
     }
 }
+
+/// `webgpu-llama gen`'s family shapes (`synth`), scaled down: each GGUF the generator writes loads,
+/// and the GPU's logits over a few tokens match the float64 reference on the same file.
+#[test]
+fn synthetic_family_models_match_the_reference() {
+    use webgpu_llama::synth::{model, Scheme, Shape};
+    for (family, head_dim) in [(Family::Qwen2, None), (Family::Qwen3, Some(64)), (Family::Phi3, None)] {
+        let shape = Shape { family, head_dim, tied: family != Family::Phi3, ctx: 8192, ..Shape::dense(128, 2, 4, 2, 256, 300) };
+        let bytes = model(&shape, Scheme::parse("Q8_0").unwrap(), 11).unwrap().to_bytes();
+        let tokens = [1, 7, 42, 299, 5, 100];
+        let (cfg, want) = reference_rows(&bytes, &tokens, 64);
+        assert_eq!(cfg.architecture, family);
+        let got = gpu_rows(&bytes, &tokens, 64, Forms::GpuDecode);
+        let worst = got.iter().zip(&want).map(|(g, w)| max_abs(g, w)).fold(0f32, f32::max);
+        println!("synthetic {family}: max abs vs the float64 reference {worst:.3e}");
+        assert!(worst <= TOL, "synthetic {family}: max abs {worst:.3e}");
+    }
+}

@@ -50,4 +50,3 @@ pub fn reference_rows(bytes: &[u8], tokens: &[u32], ctx: u32) -> (Config, Vec<Ve
 pub fn fed(c: &Case) -> Vec<u32> {
     c.prompt.iter().chain(&c.greedy[..c.greedy.len() - 1]).copied().collect()
 }
-
