@@ -3,9 +3,9 @@
 // split by rows; each part writes only its own tokens). Composed after formats/common.wgsl and
 // one formats/<type>.wgsl (kernels::compose), whose `dequant` gives each weight exactly as ggml's
 // dequantize_row_* does.
-// Bindings: 0 part {row_start, rows, d}, 1 step {n_tokens}, 2 tokens [n] u32, 3 W: the part's rows
+// Bindings: 0 part {row_start, rows, d, scale (multiplies each embedding)}, 1 step {n_tokens}, 2 tokens [n] u32, 3 W: the part's rows
 // as stored (row r at byte r * row_bytes), 4 Y [n][d] f32. Grid (d / 64, n): one thread per element.
-struct Part { row_start: u32, rows: u32, d: u32, _a: u32 };
+struct Part { row_start: u32, rows: u32, d: u32, scale: f32 };
 @bind var<uniform> part: Part;
 @bind var<uniform> st: Step;
 @bind var<storage, read> tokens: array<u32>;
@@ -21,5 +21,5 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
   let token = tokens[i];
   if (token < part.row_start || token >= part.row_start + part.rows) { return; }
   let rb = (token - part.row_start) * (part.d / BLOCK_ELEMS * BLOCK_BYTES);
-  Y[i * part.d + g.x] = dequant(rb, g.x);
+  Y[i * part.d + g.x] = dequant(rb, g.x) * part.scale;
 }

@@ -11,7 +11,8 @@
 // Token rows: 0 .. st.n_tokens, or only the last one (`last_only`: the output head, which needs
 // the logits after the last token alone; it reads X row n - 1 and writes Y row 0). `eps`: the
 // RMSNorm epsilon of matvec's fused norm (NORM).
-struct Linear { rows: u32, cols: u32, x_stride: u32, y_stride: u32, y0: u32, accumulate: u32, last_only: u32, eps: f32 };
+// `scale` multiplies W X before it is stored or added (Granite's residual and logit multipliers).
+struct Linear { rows: u32, cols: u32, x_stride: u32, y_stride: u32, y0: u32, accumulate: u32, last_only: u32, eps: f32, scale: f32, _a: u32, _b: u32, _c: u32 };
 @bind var<uniform> p: Linear;
 @bind var<uniform> st: Step;
 @bind var<storage, read> W: array<u32>;
@@ -48,7 +49,7 @@ const AT_POSITION: u32 = 2u;
 fn store(i: u32, r: u32, v: f32) -> f32 {
   var o = i * p.y_stride + p.y0 + r;
   if (p.accumulate == AT_POSITION) { o += st.pos0 * p.y_stride; }
-  var y = v;
+  var y = v * p.scale;
   if (p.accumulate == 1u) { y += Y[o]; }
   Y[o] = y;
   return y;

@@ -416,7 +416,7 @@ impl Builder<'_> {
             n_kv: cfg.n_kv_heads,
             q_stride: io.q_stride,
             o_stride: q_dim,
-            scale: 1.0 / (cfg.head_dim as f32).sqrt(),
+            scale: cfg.family.attn_scale.unwrap_or(1.0 / (cfg.head_dim as f32).sqrt()),
             rot: cfg.n_rot / 2,
             pad: [0; 2],
         };

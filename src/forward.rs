@@ -137,7 +137,7 @@ fn ffn_width(cfg: &Config) -> u32 {
 /// Records the whole forward pass: the embedding, every layer (each with its KV cache of
 /// `kv_bytes` bytes a side), the final RMSNorm and the output head into `a.logits`.
 pub fn build(b: &mut Builder, cfg: &Config, weights: &Weights, a: &Activations, fusion: Fusion, kv_bytes: u64) {
-    b.embed(&weights.embd, &a.tokens, &a.x);
+    b.embed(&weights.embd, &a.tokens, &a.x, cfg.family.embd_scale);
     let mut carry = Derived::default();
     for (l, lw) in weights.layers.iter().enumerate() {
         // The op after this layer reads the residual stream through its RMSNorm.
@@ -152,7 +152,8 @@ pub fn build(b: &mut Builder, cfg: &Config, weights: &Weights, a: &Activations, 
         carry = layer(b, cfg_l, lw, a, fusion, &caches, carry, next);
     }
     b.rmsnorm(cfg.d, cfg.eps, &a.x, &weights.out_norm, &a.xn, fusion.norm);
-    let io = Io { x: &a.xn, x_stride: cfg.d, y: &a.logits, y_stride: cfg.vocab, y0: 0, accumulate: false };
+    // Granite divides the logits by its logit scale.
+    let io = Io { x: &a.xn, x_stride: cfg.d, y: &a.logits, y_stride: cfg.vocab, y0: 0, accumulate: false, scale: 1.0 / cfg.family.logit_scale };
     b.head(&weights.output, io, Some((&a.x, &weights.out_norm, cfg.eps)), &mut carry);
 }
 
@@ -193,7 +194,7 @@ pub fn layer(
         let f16 = cfg.kv == KvType::F16;
         let v_alone = f.v_to_cache && lw.qkv_bias.is_none() && *y0 == q + kv && m.rows == kv && (!f16 || crate::linear::writes_f16_rows(b.gpu, m));
         let cache_row = v_alone.then_some((v_cache, kv, f16));
-        b.linear_fused(m, Io { x: &a.xn, x_stride: d, y: &a.qkv, y_stride: qs, y0: *y0, accumulate: false }, Fuse { cache_row, ..norm }, &mut xn);
+        b.linear_fused(m, Io { x: &a.xn, x_stride: d, y: &a.qkv, y_stride: qs, y0: *y0, accumulate: false, scale: 1.0 }, Fuse { cache_row, ..norm }, &mut xn);
         v_cached |= v_alone;
     }
     // Qwen2's biases; Qwen3's per-head norms of q and k, before RoPE.
@@ -212,7 +213,8 @@ pub fn layer(
         Ffn::Dense { gate_up, .. } => quant_next(b, f.quant_out, gate_up.first().map(|m| &m.0), Some(&lw.ffn_norm)),
         Ffn::Moe { .. } => None,
     };
-    let o = Io { x: &a.att, x_stride: q, y: &a.x, y_stride: d, y0: 0, accumulate: true };
+    // Granite scales each residual branch before it is added.
+    let o = Io { x: &a.att, x_stride: q, y: &a.x, y_stride: d, y0: 0, accumulate: true, scale: cfg.family.residual_scale };
     let written = b.linear_fused(&lw.o, o, Fuse { quant_out: ffn_in, ..Default::default() }, &mut att).out;
 
     match &lw.ffn {
@@ -247,11 +249,11 @@ fn dense_ffn(
     let mut xn = Derived::quantized(written);
     let mut gu_written = None;
     for (m, y0) in gate_up {
-        gu_written = b.linear_fused(m, Io { x: &a.xn, x_stride: d, y: &a.gu, y_stride: 2 * ffw, y0: *y0, accumulate: false }, fuse, &mut xn).out;
+        gu_written = b.linear_fused(m, Io { x: &a.xn, x_stride: d, y: &a.gu, y_stride: 2 * ffw, y0: *y0, accumulate: false, scale: 1.0 }, fuse, &mut xn).out;
     }
     b.swiglu(ffw, ffw, 2 * ffw, &a.gu, glu);
     let out = quant_next(b, f.quant_out, next.m, Some(next.norm));
-    let io = Io { x: &a.gu, x_stride: 2 * ffw, y: &a.x, y_stride: d, y0: 0, accumulate: true };
+    let io = Io { x: &a.gu, x_stride: 2 * ffw, y: &a.x, y_stride: d, y0: 0, accumulate: true, scale: cfg.family.residual_scale };
     let written = b.linear_fused(down, io, Fuse { quant_out: out, ..Default::default() }, &mut Derived::quantized(gu_written)).out;
     Derived::quantized(written)
 }
@@ -264,7 +266,7 @@ fn moe_ffn(b: &mut Builder, cfg: &Config, lw: &Layer, a: &Activations) {
     let (d, e, ffw) = (cfg.d, cfg.experts, ffn_width(cfg));
     // The expert kernels read the normalised rows.
     b.rmsnorm(d, cfg.eps, &a.x, &lw.ffn_norm, &a.xn, false);
-    b.linear(router, Io { x: &a.xn, x_stride: d, y: &a.router, y_stride: e, y0: 0, accumulate: false });
+    b.linear(router, Io { x: &a.xn, x_stride: d, y: &a.router, y_stride: e, y0: 0, accumulate: false, scale: 1.0 });
     b.moe_select(e, cfg.topk, &a.router, &a.sel, &a.gate);
     b.matvec_exp(gate, cfg.topk, &a.sel, &a.xn, d, &a.gu, 2 * ffw, 0);
     b.matvec_exp(up, cfg.topk, &a.sel, &a.xn, d, &a.gu, 2 * ffw, ffw);

@@ -71,6 +71,10 @@ pub struct LinearParams {
     pub last_only: u32,
     /// RMSNorm epsilon of the fused norm ([`Fuse::norm`]).
     pub eps: f32,
+    /// Multiplies `W x` before it is stored or added (`store` in `shaders/linear.wgsl`).
+    pub scale: f32,
+    /// Padding to 16 bytes.
+    pub pad: [u32; 3],
 }
 
 /// [`LinearParams::accumulate`]: write token i's output row at Y row `pos0 + i`.
@@ -96,6 +100,9 @@ pub struct Io<'a> {
     pub y0: u32,
     /// Add to Y instead of overwriting it.
     pub accumulate: bool,
+    /// Multiplies the product before it is written or added ([`LinearParams::scale`]): Granite's
+    /// residual and logit multipliers; 1 elsewhere.
+    pub scale: f32,
 }
 
 /// Threads per row (TPR) of the matrix-vector kernel for rows of `cols` weights of format `ty`
@@ -497,6 +504,8 @@ impl Builder<'_> {
                 accumulate: io.accumulate as u32,
                 last_only: 0,
                 eps: norm.map_or(0.0, |n| n.2),
+                scale: io.scale,
+                pad: [0; 3],
             };
             let p = self.uniform("linear", &params);
             let step = self.step.clone();

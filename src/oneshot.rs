@@ -208,7 +208,7 @@ pub async fn linear_timed(
         let w = ld.matrix("oneshot W", ty, offset, rows, cols, crate::weights::RowOrder::Stored)?;
         let xb = input(b, "oneshot x", x, MATVEC_TOKENS as u64 * cols as u64);
         let y = b.storage("oneshot y", n as u64 * rows as u64 * 4);
-        b.linear(&w, Io { x: &xb, x_stride: cols, y: &y, y_stride: rows, y0: 0, accumulate: false });
+        b.linear(&w, Io { x: &xb, x_stride: cols, y: &y, y_stride: rows, y0: 0, accumulate: false, scale: 1.0 });
         Ok(vec![(y, n as u64 * rows as u64)])
     })
     .await?;
@@ -255,7 +255,7 @@ pub async fn linear_fused(
         let w = ld.matrix("oneshot W", ty, offset, rows, cols, crate::weights::RowOrder::Stored)?;
         let xb = input(b, "oneshot x", x, MATVEC_TOKENS as u64 * cols as u64);
         let y = b.storage("oneshot y", n as u64 * rows as u64 * 4);
-        let io = |x| Io { x, x_stride: cols, y: &y, y_stride: rows, y0: 0, accumulate: false };
+        let io = |x| Io { x, x_stride: cols, y: &y, y_stride: rows, y0: 0, accumulate: false, scale: 1.0 };
         let norm = match norm {
             Some((nw, eps)) => {
                 let nwb = input(b, "oneshot norm", nw, 1);
@@ -296,7 +296,7 @@ pub async fn embed(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64,
         let e = ld.matrix("oneshot E", ty, offset, rows, cols, crate::weights::RowOrder::Stored)?;
         let tb = input(b, "oneshot tokens", tokens, 1);
         let x = b.storage("oneshot x", n as u64 * cols as u64 * 4);
-        b.embed(&e, &tb, &x);
+        b.embed(&e, &tb, &x, 1.0);
         Ok(vec![(x, n as u64 * cols as u64)])
     })
     .await?;

@@ -24,8 +24,8 @@ pub struct EmbedParams {
     pub rows: u32,
     /// Model width.
     pub d: u32,
-    /// Padding to 16 bytes.
-    pub pad: u32,
+    /// Multiplies each embedding (Gemma's sqrt(d), Granite's `embedding_scale`; 1 elsewhere).
+    pub scale: f32,
 }
 
 /// `struct P` of `shaders/rmsnorm.wgsl`.
@@ -99,11 +99,11 @@ pub struct SwigluParams {
 }
 
 impl Builder<'_> {
-    /// `x[i] = E[tokens[i]]`, one op per part of the table (each writes only its own tokens).
-    pub fn embed(&mut self, e: &Matrix, tokens: &wgpu::Buffer, x: &wgpu::Buffer) {
+    /// `x[i] = scale * E[tokens[i]]`, one op per part of the table (each writes only its own tokens).
+    pub fn embed(&mut self, e: &Matrix, tokens: &wgpu::Buffer, x: &wgpu::Buffer, scale: f32) {
         let step = self.step.clone();
         for part in &e.parts {
-            let p = self.uniform("embed", &EmbedParams { row_start: part.row_start, rows: part.rows, d: e.cols, pad: 0 });
+            let p = self.uniform("embed", &EmbedParams { row_start: part.row_start, rows: part.rows, d: e.cols, scale });
             let key = PipelineKey::weights(Kernel::Embed, e.ty, e.cols, Geometry::Fixed);
             let groups = e.cols.div_ceil(64);
             self.plain(key, &[("part", &p), ("st", &step), ("tokens", tokens), ("W", &part.buffer), ("Y", x)], move |b| [groups, b.n_tokens, 1]);
