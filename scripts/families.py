@@ -152,8 +152,12 @@ def gemma_metadata(w, arch, c):
         w.add_key_length(c["head_dim"])
         w.add_value_length(c["head_dim"])
     w.add_sliding_window(c["window"])
-    w.add_sliding_window_pattern(c["pattern"])
-    w.add_rope_freq_base_swa(c["theta_swa"])
+    if "pattern" in c:
+        w.add_sliding_window_pattern(c["pattern"])
+    if "theta_swa" in c:
+        w.add_rope_freq_base_swa(c["theta_swa"])
+    if c.get("attn_softcap"):
+        w.add_attn_logit_softcapping(c["attn_softcap"])
     if c.get("rope_linear"):
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(c["rope_linear"])
@@ -283,10 +287,26 @@ CASES.append({
     "prompt": [0, 40, 120, 61, 310, 11, 97, 250, 13, 180, 77, 299],
 })
 
+CASES.append({
+    "name": "gemma2",
+    "arch": "gemma2",
+    "seed": 3205,
+    "note": "Gemma 2: embeddings x sqrt(n_embd), post-attention and post-FFN norms, GELU-tanh, "
+            "attention soft-cap 1.5 and final soft-cap 10 (small, so that both bite), sliding window 4 "
+            "on even layers (the default pattern 2), one RoPE base, GQA 4:2, head dim 64 with "
+            "n_head*head_dim (256) != n_embd (128), tied output",
+    "hp": {"d": 128, "n_layer": 4, "n_head": 4, "n_kv": 2, "head_dim": 64, "ff": 384, "vocab": 300,
+           "ctx": 8192, "theta": 10000.0, "eps": 1e-6, "post_norms": True, "tied": True,
+           "embd_std": 0.25, "window": 4, "attn_softcap": 1.5, "final_softcap": 10.0},
+    "tokenizer": ("spm", ["<pad>", "<eos>", "<bos>", "<unk>"]),
+    "prompt": [2, 120, 31, 77, 199, 14, 260, 150, 42, 291, 88, 233],
+})
+
 BUILDERS = {
     "qwen2": (dense_llama_like, qwen_metadata),
     "qwen3": (dense_llama_like, qwen_metadata),
     "gemma3": (dense_llama_like, gemma_metadata),
+    "gemma2": (dense_llama_like, gemma_metadata),
     "phi3": (phi3_tensors, phi3_metadata),
     "smollm3": (dense_llama_like, smollm3_metadata),
     "granite": (dense_llama_like, granite_metadata),

@@ -282,7 +282,8 @@ impl Config {
             rope_scale,
             experts,
             topk,
-            tied_output: g.tensor("output.weight").is_none(),
+            // Gemma 2's loader reads token_embd as the output even when output.weight exists.
+            tied_output: architecture == Family::Gemma2 || g.tensor("output.weight").is_none(),
             has_rope_freqs: g.tensor("rope_freqs.weight").is_some(),
             kv: KvType::F32,
             architecture,

@@ -144,6 +144,12 @@ fn the_config_reads_each_familys_features() {
     assert_eq!((f.sliding_window, f.theta_swa, g3.theta, g3.rope_scale), (4, 10000.0, 1e6, 8.0), "linear RoPE factor 8 on the global layers");
     assert_eq!((0..4).map(|l| f.is_swa(l)).collect::<Vec<_>>(), [true, true, false, true], "pattern 3: every third layer global");
     assert!(g3.expected_tensors().iter().any(|(n, d)| n == "blk.3.post_ffw_norm.weight" && d == &[128]));
+    let g2 = config_of("gemma2-f32.gguf");
+    let f = &g2.family;
+    assert_eq!(g2.architecture, Family::Gemma2);
+    assert!(f.post_norms && f.gelu && !f.qk_norm && g2.tied_output);
+    assert_eq!((f.attn_softcap, f.final_softcap, f.sliding_window, f.theta_swa), (1.5, 10.0, 4, 10000.0), "one RoPE base");
+    assert_eq!((0..4).map(|l| f.is_swa(l)).collect::<Vec<_>>(), [true, false, true, false], "default pattern 2");
     let p3 = config_of("phi3-f32.gguf");
     assert_eq!(p3.architecture, Family::Phi3);
     let f = &p3.family;
