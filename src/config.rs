@@ -229,7 +229,12 @@ impl Config {
             return Err(Error::Config("vocabulary size is 0".into()));
         }
 
-        let moe = architecture == Family::Llama && g.tensor("blk.0.ffn_gate_inp.weight").is_some();
+        // Llama: MoE when block 0 has a router (Mixtral); Qwen3-MoE: always.
+        let moe = match architecture {
+            Family::Llama => g.tensor("blk.0.ffn_gate_inp.weight").is_some(),
+            Family::Qwen3Moe => true,
+            _ => false,
+        };
         let (experts, topk, ff) = if moe {
             let e = match meta_u32(g, &key("expert_count"))? {
                 Some(e) if e > 0 => e,

@@ -20,6 +20,10 @@ pub enum Family {
     Qwen2,
     /// `qwen3`: NEOX RoPE, per-head RMSNorm of q and k before RoPE, free head dim.
     Qwen3,
+    /// `qwen3moe` (Qwen3-30B-A3B): Qwen3's attention, every FFN a mixture of experts (no shared
+    /// expert; gates = the softmax over all router logits renormalised over the top-k, which is
+    /// the softmax over the selected logits that [`crate::reference::moe_select`] computes).
+    Qwen3Moe,
     /// `gemma3`: embeddings scaled by sqrt(n_embd), q/k RMSNorm, post-attention and post-FFN
     /// RMSNorms, GELU-tanh gated FFN, sliding-window attention on the local layers (5 local : 1
     /// global by default) with their own RoPE base, NEOX RoPE, optional final-logit soft-cap.
@@ -40,7 +44,8 @@ pub enum Family {
 
 impl Family {
     /// Every recognised family, in the order error messages list them.
-    pub const ALL: [Family; 8] = [Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gemma2, Family::Gemma3, Family::Phi3, Family::Smollm3, Family::Granite];
+    pub const ALL: [Family; 9] =
+        [Family::Llama, Family::Qwen2, Family::Qwen3, Family::Qwen3Moe, Family::Gemma2, Family::Gemma3, Family::Phi3, Family::Smollm3, Family::Granite];
 
     /// The `general.architecture` string, which is also the prefix of the family's metadata keys.
     pub fn name(self) -> &'static str {
@@ -48,6 +53,7 @@ impl Family {
             Family::Llama => "llama",
             Family::Qwen2 => "qwen2",
             Family::Qwen3 => "qwen3",
+            Family::Qwen3Moe => "qwen3moe",
             Family::Gemma3 => "gemma3",
             Family::Phi3 => "phi3",
             Family::Smollm3 => "smollm3",
@@ -242,14 +248,14 @@ impl FamilyParams {
         let (d, head_dim, n_rot) = (cfg.d, cfg.head_dim, cfg.n_rot);
         match family {
             Family::Llama => Ok(p),
-            Family::Qwen2 | Family::Qwen3 => {
+            Family::Qwen2 | Family::Qwen3 | Family::Qwen3Moe => {
                 if n_rot != head_dim {
                     return Err(Error::Config(format!("{family}: rope dims {n_rot} must equal the head dim {head_dim} (llama.cpp asserts it)")));
                 }
                 if family == Family::Qwen2 && cfg.q_dim() != d {
                     return Err(Error::Config(format!("qwen2: heads x head dim = {} must equal the width {d} (attn_output is n_embd x n_embd)", cfg.q_dim())));
                 }
-                Ok(FamilyParams { qk_norm: family == Family::Qwen3, ..p })
+                Ok(FamilyParams { qk_norm: family != Family::Qwen2, ..p })
             }
             Family::Gemma2 | Family::Gemma3 => {
                 let gemma2 = family == Family::Gemma2;

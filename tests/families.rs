@@ -97,18 +97,25 @@ fn check_f32(c: &Case) -> Vec<Vec<f32>> {
 }
 
 /// The quantised files of a case: the reference runs on their exactly dequantised weights and
-/// stays within [`QUANT_BOUND`] of the F32 run.
+/// stays within [`QUANT_BOUND`] of the F32 run, at every row for a dense model. An MoE's top-k
+/// routing is discontinuous: weight rounding flips a near-tie between experts on some rows, which
+/// moves those rows by a large step, so there at least 3 rows in 4 must be within the bound.
 fn check_quantised(c: &Case, f32_rows: &[Vec<f32>]) {
     let stem = c.model.strip_suffix("-f32.gguf").expect("an F32 case");
     for (ty, bound) in QUANT_BOUND {
-        let (_, rows) = reference_rows(&family_model(&format!("{stem}-{ty}.gguf")), &fed(c), n_ctx(c));
-        let worst = rows.iter().zip(f32_rows).map(|(a, b)| max_abs(a, b)).fold(0.0, f32::max);
+        let (cfg, rows) = reference_rows(&family_model(&format!("{stem}-{ty}.gguf")), &fed(c), n_ctx(c));
+        let diffs: Vec<f32> = rows.iter().zip(f32_rows).map(|(a, b)| max_abs(a, b)).collect();
+        let worst = diffs.iter().copied().fold(0.0, f32::max);
         let scale = f32_rows.iter().flatten().fold(0.0, |m: f32, x| m.max(x.abs()));
-        println!("{stem}-{ty}: max abs vs the F32 reference {worst:.3e} (largest F32 logit {scale:.2}: {:.3} of it)", worst / scale);
-        assert!(
-            worst > 0.0 && worst <= bound * scale,
-            "{stem}-{ty}: max abs {worst} vs F32, over {bound} x the largest logit {scale} (0 means the weights were not quantised)"
+        let within = diffs.iter().filter(|&&e| e <= bound * scale).count();
+        println!(
+            "{stem}-{ty}: max abs vs the F32 reference {worst:.3e} (largest F32 logit {scale:.2}: {:.3} of it); {within} of {} rows within {bound} of it",
+            worst / scale,
+            diffs.len()
         );
+        assert!(worst > 0.0, "{stem}-{ty}: identical to F32: the weights were not quantised");
+        let need = if cfg.is_moe() { diffs.len().div_ceil(4) * 3 } else { diffs.len() };
+        assert!(within >= need, "{stem}-{ty}: {within} of {} rows within {bound} x the largest F32 logit {scale} of F32 (need {need})", diffs.len());
     }
 }
 
@@ -136,6 +143,10 @@ fn the_config_reads_each_familys_features() {
     assert_eq!((q3.d, q3.head_dim, q3.q_dim(), q3.n_rot), (128, 128, 512, 128), "head dim 128 with n_head*head_dim != n_embd");
     assert!(q3.expected_tensors().iter().any(|(n, d)| n == "blk.2.attn_k_norm.weight" && d == &[128]));
     assert!(q2.expected_tensors().iter().any(|(n, d)| n == "blk.2.attn_v.bias" && d == &[64]));
+    let m3 = config_of("qwen3moe-f32.gguf");
+    assert_eq!((m3.architecture, m3.experts, m3.topk, m3.ff, m3.q_dim()), (Family::Qwen3Moe, 8, 3, 64, 256));
+    assert!(m3.is_moe() && m3.family.qk_norm && m3.family.rope_neox && !m3.tied_output);
+    assert!(m3.expected_tensors().iter().any(|(n, d)| n == "blk.1.ffn_down_exps.weight" && d == &[64, 128, 8]));
     let g3 = config_of("gemma3-f32.gguf");
     assert_eq!(g3.architecture, Family::Gemma3);
     let f = &g3.family;
