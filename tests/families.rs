@@ -103,7 +103,15 @@ fn check_f32(c: &Case) -> Vec<Vec<f32>> {
 fn check_quantised(c: &Case, f32_rows: &[Vec<f32>]) {
     let stem = c.model.strip_suffix("-f32.gguf").expect("an F32 case");
     for (ty, bound) in QUANT_BOUND {
-        let (cfg, rows) = reference_rows(&family_model(&format!("{stem}-{ty}.gguf")), &fed(c), n_ctx(c));
+        let bytes = family_model(&format!("{stem}-{ty}.gguf"));
+        let json = std::fs::read_to_string(families_dir().join(format!("{}.json", c.name))).unwrap();
+        let want = json.split(&format!("\"{ty}\": \"")).nth(1).and_then(|r| r.split('"').next()).unwrap_or_else(|| panic!("{}: no sha256 for {ty}", c.name));
+        assert_eq!(
+            sha256(&bytes),
+            want,
+            "{stem}-{ty}.gguf differs from the file the references were made beside: regenerate it with `bash scripts/families.sh`"
+        );
+        let (cfg, rows) = reference_rows(&bytes, &fed(c), n_ctx(c));
         let diffs: Vec<f32> = rows.iter().zip(f32_rows).map(|(a, b)| max_abs(a, b)).collect();
         let worst = diffs.iter().copied().fold(0.0, f32::max);
         let scale = f32_rows.iter().flatten().fold(0.0, |m: f32, x| m.max(x.abs()));
@@ -124,6 +132,31 @@ fn every_family_case_matches_llama_cpp_and_its_quantised_files_stay_close() {
     for c in family_cases() {
         let rows = check_f32(&c);
         check_quantised(&c, &rows);
+    }
+}
+
+/// The comparison has teeth: the reference with one family feature switched off (NEOX pairs read
+/// as adjacent ones; Gemma 3's sliding window ignored) leaves llama.cpp's rows by far more than
+/// [`TOL`].
+#[test]
+fn a_missing_family_feature_fails_the_comparison() {
+    for (name, knock_out) in [("qwen3-f32", "rope_neox"), ("gemma3-f32", "sliding_window")] {
+        let c = case_in(&families_dir(), name);
+        let bytes = family_model(&c.model);
+        let g = Gguf::parse(bytes.as_slice()).unwrap();
+        let mut cfg = Config::from_gguf(&g, Some(n_ctx(&c))).unwrap();
+        match knock_out {
+            "rope_neox" => cfg.family.rope_neox = false,
+            _ => cfg.family.sliding_window = 0,
+        }
+        let mut r = Reference::load(&g, bytes.as_slice(), &cfg).unwrap();
+        let worst = fed(&c)
+            .iter()
+            .zip(0..)
+            .map(|(&t, pos)| max_abs(&r.step(t, pos).into_iter().map(|x| x as f32).collect::<Vec<_>>(), &c.rows[pos as usize]))
+            .fold(0.0, f32::max);
+        println!("{name} without {knock_out}: max abs {worst:.3e}");
+        assert!(worst > 1000.0 * TOL, "{name} without {knock_out}: max abs {worst} is within 1000 x the tolerance");
     }
 }
 
