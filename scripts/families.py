@@ -88,6 +88,11 @@ class Builder:
         w = self.rng.standard_normal((rows, cols)) * (scale / np.sqrt(cols))
         self.tensors.append((name, w.astype(np.float32), True))
 
+    def experts(self, name, n, rows, cols):
+        """An expert stack of `n` `rows` x `cols` matrices (ggml dims [cols, rows, n])."""
+        w = self.rng.standard_normal((n, rows, cols)) / np.sqrt(cols)
+        self.tensors.append((name, w.astype(np.float32), True))
+
     def vector(self, name, n, mean=0.0, std=0.1):
         """A 1-D tensor ~ N(mean, std^2): norms near 1, biases near 0."""
         v = mean + std * self.rng.standard_normal(n)
@@ -117,9 +122,16 @@ def dense_llama_like(b, c, layer_extra=None, fused=False):
         if c.get("post_norms"):
             b.vector(p + "post_attention_norm.weight", d, mean=1.0, std=0.2)
         b.vector(p + "ffn_norm.weight", d, mean=1.0)
-        b.matrix(p + "ffn_gate.weight", ff, d)
-        b.matrix(p + "ffn_up.weight", ff, d)
-        b.matrix(p + "ffn_down.weight", d, ff)
+        if c.get("experts"):
+            n, ffe = c["experts"], c["ff_exp"]
+            b.matrix(p + "ffn_gate_inp.weight", n, d, scale=3.0)
+            b.experts(p + "ffn_gate_exps.weight", n, ffe, d)
+            b.experts(p + "ffn_up_exps.weight", n, ffe, d)
+            b.experts(p + "ffn_down_exps.weight", n, d, ffe)
+        else:
+            b.matrix(p + "ffn_gate.weight", ff, d)
+            b.matrix(p + "ffn_up.weight", ff, d)
+            b.matrix(p + "ffn_down.weight", d, ff)
         if c.get("post_norms"):
             b.vector(p + "post_ffw_norm.weight", d, mean=1.0, std=0.2)
     # Tied: norm weights of random sign decorrelate the output from the last token's own
@@ -152,8 +164,12 @@ def gemma_metadata(w, arch, c):
         w.add_key_length(c["head_dim"])
         w.add_value_length(c["head_dim"])
     w.add_sliding_window(c["window"])
-    w.add_sliding_window_pattern(c["pattern"])
-    w.add_rope_freq_base_swa(c["theta_swa"])
+    if "pattern" in c:
+        w.add_sliding_window_pattern(c["pattern"])
+    if "theta_swa" in c:
+        w.add_rope_freq_base_swa(c["theta_swa"])
+    if c.get("attn_softcap"):
+        w.add_attn_logit_softcapping(c["attn_softcap"])
     if c.get("rope_linear"):
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(c["rope_linear"])
@@ -187,6 +203,13 @@ def phi3_metadata(w, arch, c):
     w.add_rope_scaling_type(gguf.RopeScalingType.LONGROPE)
     w.add_rope_scaling_orig_ctx_len(c["orig_ctx"])
     w.add_rope_scaling_attn_factors(c["attn_factor"])
+
+
+def qwen3moe_metadata(w, arch, c):
+    qwen_metadata(w, arch, c)
+    w.add_expert_count(c["experts"])
+    w.add_expert_used_count(c["experts_used"])
+    w.add_expert_feed_forward_length(c["ff_exp"])
 
 
 def smollm3_metadata(w, arch, c):
@@ -283,10 +306,41 @@ CASES.append({
     "prompt": [0, 40, 120, 61, 310, 11, 97, 250, 13, 180, 77, 299],
 })
 
+CASES.append({
+    "name": "gemma2",
+    "arch": "gemma2",
+    "seed": 3205,
+    "note": "Gemma 2: embeddings x sqrt(n_embd), post-attention and post-FFN norms, GELU-tanh, "
+            "attention soft-cap 1.5 and final soft-cap 10 (small, so that both bite), sliding window 4 "
+            "on even layers (the default pattern 2), one RoPE base, GQA 4:2, head dim 64 with "
+            "n_head*head_dim (256) != n_embd (128), tied output",
+    "hp": {"d": 128, "n_layer": 4, "n_head": 4, "n_kv": 2, "head_dim": 64, "ff": 384, "vocab": 300,
+           "ctx": 8192, "theta": 10000.0, "eps": 1e-6, "post_norms": True, "tied": True,
+           "embd_std": 0.25, "window": 4, "attn_softcap": 1.5, "final_softcap": 10.0},
+    "tokenizer": ("spm", ["<pad>", "<eos>", "<bos>", "<unk>"]),
+    "prompt": [2, 120, 31, 77, 199, 14, 260, 150, 42, 291, 88, 233],
+})
+
+CASES.append({
+    "name": "qwen3moe",
+    "arch": "qwen3moe",
+    "seed": 3901,
+    "note": "Qwen3-MoE (30B-A3B's structure): Qwen3's attention (NEOX RoPE, q/k norms, head dim 64 with "
+            "n_head*head_dim (256) != n_embd (128)), every FFN 8 experts of width 64, top 3 with "
+            "normalised weights, no shared expert, GQA 4:2, untied output",
+    "hp": {"d": 128, "n_layer": 3, "n_head": 4, "n_kv": 2, "head_dim": 64, "ff": 192, "vocab": 320,
+           "ctx": 40960, "theta": 1000000.0, "eps": 1e-6, "qk_norm": True, "tied": False,
+           "experts": 8, "experts_used": 3, "ff_exp": 64},
+    "tokenizer": ("bpe", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "qwen2"),
+    "prompt": [318, 52, 141, 280, 44, 262, 17, 310, 120, 36, 290, 66],
+})
+
 BUILDERS = {
     "qwen2": (dense_llama_like, qwen_metadata),
     "qwen3": (dense_llama_like, qwen_metadata),
+    "qwen3moe": (dense_llama_like, qwen3moe_metadata),
     "gemma3": (dense_llama_like, gemma_metadata),
+    "gemma2": (dense_llama_like, gemma_metadata),
     "phi3": (phi3_tensors, phi3_metadata),
     "smollm3": (dense_llama_like, smollm3_metadata),
     "granite": (dense_llama_like, granite_metadata),
@@ -335,7 +389,8 @@ def write_case(case, out_dir):
         metadata(w, case["arch"], hp)
         add_tokenizer(w, case["tokenizer"], hp["vocab"])
         for name, arr, is_matrix in b.tensors:
-            if qtype != T.F32 and is_matrix and arr.shape[-1] % 32 == 0:
+            # The MoE router stays F32, as llama.cpp's quantizer leaves it.
+            if qtype != T.F32 and is_matrix and arr.shape[-1] % 32 == 0 and "ffn_gate_inp" not in name:
                 w.add_tensor(name, gguf.quants.quantize(arr, qtype), raw_dtype=qtype)
             else:
                 w.add_tensor(name, arr)

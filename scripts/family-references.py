@@ -47,9 +47,15 @@ def main():
         top5 = [[int(i), float(last[i])] for i in np.argsort(-last, kind="stable")[:5]]
         with open(model, "rb") as f:
             sha = hashlib.sha256(f.read()).hexdigest()
+        quantised = {}
+        for ty in families.QUANT_TYPES:
+            with open(os.path.join(models, f"{case['name']}-{ty}.gguf"), "rb") as f:
+                quantised[ty] = hashlib.sha256(f.read()).hexdigest()
         doc = {
             "model": name + ".gguf",
             "model_sha256": sha,
+            # The quantised files' sha256 (the tests run the reference on them; no llama.cpp logits).
+            "quantised_sha256": quantised,
             "model_source": f"scripts/families.py case {case['name']} (seed {case['seed']}): {case['note']}",
             "architecture": case["arch"],
             "prompt": case["prompt"],

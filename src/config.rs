@@ -229,7 +229,12 @@ impl Config {
             return Err(Error::Config("vocabulary size is 0".into()));
         }
 
-        let moe = architecture == Family::Llama && g.tensor("blk.0.ffn_gate_inp.weight").is_some();
+        // Llama: MoE when block 0 has a router (Mixtral); Qwen3-MoE: always.
+        let moe = match architecture {
+            Family::Llama => g.tensor("blk.0.ffn_gate_inp.weight").is_some(),
+            Family::Qwen3Moe => true,
+            _ => false,
+        };
         let (experts, topk, ff) = if moe {
             let e = match meta_u32(g, &key("expert_count"))? {
                 Some(e) if e > 0 => e,
@@ -282,7 +287,8 @@ impl Config {
             rope_scale,
             experts,
             topk,
-            tied_output: g.tensor("output.weight").is_none(),
+            // Gemma 2's loader reads token_embd as the output even when output.weight exists.
+            tied_output: architecture == Family::Gemma2 || g.tensor("output.weight").is_none(),
             has_rope_freqs: g.tensor("rope_freqs.weight").is_some(),
             kv: KvType::F32,
             architecture,

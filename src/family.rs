@@ -20,6 +20,10 @@ pub enum Family {
     Qwen2,
     /// `qwen3`: NEOX RoPE, per-head RMSNorm of q and k before RoPE, free head dim.
     Qwen3,
+    /// `qwen3moe` (Qwen3-30B-A3B): Qwen3's attention, every FFN a mixture of experts (no shared
+    /// expert; gates = the softmax over all router logits renormalised over the top-k, which is
+    /// the softmax over the selected logits that [`crate::reference::moe_select`] computes).
+    Qwen3Moe,
     /// `gemma3`: embeddings scaled by sqrt(n_embd), q/k RMSNorm, post-attention and post-FFN
     /// RMSNorms, GELU-tanh gated FFN, sliding-window attention on the local layers (5 local : 1
     /// global by default) with their own RoPE base, NEOX RoPE, optional final-logit soft-cap.
@@ -30,6 +34,9 @@ pub enum Family {
     Phi3,
     /// `smollm3`: llama's block with no RoPE on every 4th layer (NoPE; fixed in llama.cpp).
     Smollm3,
+    /// `gemma2`: Gemma 3's block without q/k norms, attention-score and final-logit soft-caps,
+    /// every other layer sliding (pattern 2, window 4096 by default), output always tied.
+    Gemma2,
     /// `granite` (IBM Granite 3.x dense): llama's block with embedding, residual, attention and
     /// logit multipliers.
     Granite,
@@ -37,7 +44,8 @@ pub enum Family {
 
 impl Family {
     /// Every recognised family, in the order error messages list them.
-    pub const ALL: [Family; 7] = [Family::Llama, Family::Qwen2, Family::Qwen3, Family::Gemma3, Family::Phi3, Family::Smollm3, Family::Granite];
+    pub const ALL: [Family; 9] =
+        [Family::Llama, Family::Qwen2, Family::Qwen3, Family::Qwen3Moe, Family::Gemma2, Family::Gemma3, Family::Phi3, Family::Smollm3, Family::Granite];
 
     /// The `general.architecture` string, which is also the prefix of the family's metadata keys.
     pub fn name(self) -> &'static str {
@@ -45,9 +53,11 @@ impl Family {
             Family::Llama => "llama",
             Family::Qwen2 => "qwen2",
             Family::Qwen3 => "qwen3",
+            Family::Qwen3Moe => "qwen3moe",
             Family::Gemma3 => "gemma3",
             Family::Phi3 => "phi3",
             Family::Smollm3 => "smollm3",
+            Family::Gemma2 => "gemma2",
             Family::Granite => "granite",
         }
     }
@@ -116,6 +126,9 @@ pub struct FamilyParams {
     /// Final-logit soft-cap `c`: logits become `c * tanh(logits / c)`; 0 for none
     /// (`<arch>.final_logit_softcapping`).
     pub final_softcap: f32,
+    /// Attention-score soft-cap `c` (`<arch>.attn_logit_softcapping`, Gemma 2's default 50): each
+    /// scaled score `s = scale * q . k` becomes `c * tanh(s / c)` before the softmax; 0 for none.
+    pub attn_softcap: f32,
     /// Sliding-window length (`<arch>.attention.sliding_window`): on a layer whose
     /// [`FamilyParams::swa_layers`] entry is true, the token at position p attends to keys at
     /// positions p - sliding_window + 1 ..= p only (llama.cpp's `LLAMA_SWA_TYPE_STANDARD`); 0: none.
@@ -124,10 +137,13 @@ pub struct FamilyParams {
     /// `<arch>.attention.sliding_window_pattern`, either an array of one bool per layer or a
     /// period n (default 6 for Gemma 3) making layer l local unless l % n == n - 1.
     pub swa_layers: Vec<bool>,
-    /// RoPE base of the sliding-window layers (`<arch>.rope.freq_base_swa`, default 10000); they
-    /// take no RoPE scaling (llama.cpp's `rope_freq_scale_train_swa` = 1), while the global layers
-    /// use [`crate::Config::theta`] and [`crate::Config::rope_scale`].
+    /// RoPE base of the sliding-window layers (`<arch>.rope.freq_base_swa`; default 10000 for
+    /// Gemma 3, the global base for Gemma 2), whose scaling is [`FamilyParams::rope_scale_swa`];
+    /// the global layers use [`crate::Config::theta`] and [`crate::Config::rope_scale`].
     pub theta_swa: f32,
+    /// Linear RoPE factor of the sliding-window layers (positions divided by it): 1 for Gemma 3,
+    /// the global [`crate::Config::rope_scale`] for Gemma 2 (llama.cpp's `rope_freq_scale_train_swa`).
+    pub rope_scale_swa: f32,
     /// `blk.N.attn_qkv.weight` (`[n_embd, q_dim + 2 kv_dim]`, rows q then k then v) instead of
     /// separate q, k, v matrices (Phi-3; llama.cpp takes either, decided by block 0).
     pub fused_qkv: bool,
@@ -168,9 +184,11 @@ impl Default for FamilyParams {
             embd_scale: 1.0,
             attn_scale: None,
             final_softcap: 0.0,
+            attn_softcap: 0.0,
             sliding_window: 0,
             swa_layers: Vec::new(),
             theta_swa: 10000.0,
+            rope_scale_swa: 1.0,
             fused_qkv: false,
             fused_gate_up: false,
             longrope: false,
@@ -230,33 +248,40 @@ impl FamilyParams {
         let (d, head_dim, n_rot) = (cfg.d, cfg.head_dim, cfg.n_rot);
         match family {
             Family::Llama => Ok(p),
-            Family::Qwen2 | Family::Qwen3 => {
+            Family::Qwen2 | Family::Qwen3 | Family::Qwen3Moe => {
                 if n_rot != head_dim {
                     return Err(Error::Config(format!("{family}: rope dims {n_rot} must equal the head dim {head_dim} (llama.cpp asserts it)")));
                 }
                 if family == Family::Qwen2 && cfg.q_dim() != d {
                     return Err(Error::Config(format!("qwen2: heads x head dim = {} must equal the width {d} (attn_output is n_embd x n_embd)", cfg.q_dim())));
                 }
-                Ok(FamilyParams { qk_norm: family == Family::Qwen3, ..p })
+                Ok(FamilyParams { qk_norm: family != Family::Qwen2, ..p })
             }
-            Family::Gemma3 => {
+            Family::Gemma2 | Family::Gemma3 => {
+                let gemma2 = family == Family::Gemma2;
                 let final_softcap = positive_or_absent(g, &key("final_logit_softcapping"))?.unwrap_or(0.0);
-                let sliding_window = meta_u32(g, &key("attention.sliding_window"))?.unwrap_or(0);
+                let attn_softcap = if gemma2 { positive_or_absent(g, &key("attn_logit_softcapping"))?.unwrap_or(50.0) } else { 0.0 };
+                // Gemma 2 always slides (4096 unless set); Gemma 3 only with the key.
+                let sliding_window = meta_u32(g, &key("attention.sliding_window"))?.unwrap_or(if gemma2 { 4096 } else { 0 });
+                let (base_default, pattern_default) = if gemma2 { (cfg.theta, 2) } else { (10000.0, 6) };
                 let (swa_layers, theta_swa) = if sliding_window > 0 {
-                    let theta_swa = positive_or_absent(g, &key("rope.freq_base_swa"))?.unwrap_or(10000.0);
-                    (swa_pattern(g, &key("attention.sliding_window_pattern"), cfg.n_layers, 6)?, theta_swa)
+                    let theta_swa = positive_or_absent(g, &key("rope.freq_base_swa"))?.unwrap_or(base_default);
+                    (swa_pattern(g, &key("attention.sliding_window_pattern"), cfg.n_layers, pattern_default)?, theta_swa)
                 } else {
                     (Vec::new(), 10000.0)
                 };
-                // llama.cpp: 1/sqrt(n_embd / n_head) for the 27B (62 layers), else 1/sqrt(head_dim).
-                let attn_scale = (cfg.n_layers == 62).then(|| 1.0 / ((d / cfg.n_heads) as f32).sqrt());
+                // llama.cpp: 1/sqrt(n_embd / n_head) for the 27B (Gemma 2: 46 layers, Gemma 3: 62),
+                // else 1/sqrt(head_dim) (it does not read query_pre_attn_scalar).
+                let attn_scale = (cfg.n_layers == if gemma2 { 46 } else { 62 }).then(|| 1.0 / ((d / cfg.n_heads) as f32).sqrt());
                 Ok(FamilyParams {
-                    qk_norm: true,
+                    qk_norm: !gemma2,
                     post_norms: true,
                     gelu: true,
                     embd_scale: (d as f32).sqrt(),
                     attn_scale,
                     final_softcap,
+                    attn_softcap,
+                    rope_scale_swa: if gemma2 { cfg.rope_scale } else { 1.0 },
                     sliding_window,
                     swa_layers,
                     theta_swa,

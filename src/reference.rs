@@ -127,7 +127,7 @@ impl Reference {
         let factors: Option<Vec<f32>> = c.rope_factors().map(|name| self.w(name).iter().map(|&x| x as f32).collect());
         let freqs = crate::rope::frequencies(&c, factors.as_deref());
         // Sliding-window layers rotate with their own base and no scaling (llama.cpp's *_swa).
-        let freqs_swa = crate::rope::frequencies(&Config { theta: c.family.theta_swa, rope_scale: 1.0, ..c.clone() }, None);
+        let freqs_swa = crate::rope::frequencies(&Config { theta: c.family.theta_swa, rope_scale: c.family.rope_scale_swa, ..c.clone() }, None);
         let embd_scale = c.family.embd_scale as f64;
         let mut x: Vec<f64> = self.w("token_embd.weight")[token as usize * d..(token as usize + 1) * d].iter().map(|v| v * embd_scale).collect();
         for l in 0..c.n_layers as usize {
@@ -218,7 +218,9 @@ impl Reference {
         for h in 0..c.n_heads as usize {
             let ko = (h / group) * hd;
             let qh = &q[h * hd..(h + 1) * hd];
-            let scores: Vec<f64> = (first..=p).map(|t| qh.iter().zip(&self.kc[l][t * kvd + ko..]).map(|(a, b)| a * b).sum::<f64>() * scale).collect();
+            let cap = c.family.attn_softcap as f64;
+            let capped = |s: f64| if cap > 0.0 { cap * (s / cap).tanh() } else { s };
+            let scores: Vec<f64> = (first..=p).map(|t| capped(qh.iter().zip(&self.kc[l][t * kvd + ko..]).map(|(a, b)| a * b).sum::<f64>() * scale)).collect();
             let mx = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = scores.iter().map(|s| (s - mx).exp()).collect();
             let z: f64 = e.iter().sum();

@@ -89,7 +89,7 @@ fn unknown_architecture_lists_the_supported_ones() {
     assert!(matches!(e, Error::UnsupportedArchitecture(_)));
     assert_eq!(
         e.to_string(),
-        "WebGPU path: unsupported architecture \"mamba\" (general.architecture); supported: llama, qwen2, qwen3, gemma3, phi3, smollm3, granite"
+        "WebGPU path: unsupported architecture \"mamba\" (general.architecture); supported: llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, smollm3, granite"
     );
 }
 
@@ -144,6 +144,14 @@ fn gemma3_norms_window_pattern_and_soft_cap_are_checked() {
     assert!(c.family.is_swa(0), "default pattern 6: layer 0 slides");
     let e = config_err(&tiny_arch("gemma3", &[("gemma3.final_logit_softcapping", Value::F32(-1.0))], "", t));
     assert!(e.to_string().contains("gemma3.final_logit_softcapping must be positive, found -1"), "{e}");
+    // Gemma 2: no q/k norms; window 4096, pattern 2, attention soft-cap 50 by default; output.weight
+    // present or not, the output is the token embedding (as llama.cpp's loader reads it).
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("gemma2", &[], "", &t[2..]).as_slice()).unwrap(), None).unwrap();
+    let f = &c.family;
+    assert!(!f.qk_norm && f.post_norms && c.tied_output && f.is_swa(0));
+    assert_eq!((f.sliding_window, f.attn_softcap, f.final_softcap, f.theta_swa), (4096, 50.0, 0.0, c.theta));
+    let e = config_err(&tiny_arch("gemma2", &[("gemma2.attn_logit_softcapping", Value::F32(0.0))], "", &t[2..]));
+    assert!(e.to_string().contains("gemma2.attn_logit_softcapping must be positive"), "{e}");
 }
 
 #[test]
@@ -170,6 +178,21 @@ fn phi3_fused_matrices_and_longrope_tables_are_checked() {
     assert!(e.to_string().contains("phi3.rope.scaling.attn_factor must be positive"), "{e}");
     let e = config_err(&phi3(&[("phi3.rope.scaling.type", Value::Str("yarn".into()))], &[]));
     assert!(e.to_string().contains("rope scaling type \"yarn\" is not supported"), "{e}");
+}
+
+#[test]
+fn qwen3moe_needs_its_router_and_experts() {
+    let norms: &[(&str, &[u64])] = &[("blk.0.attn_q_norm.weight", &[4]), ("blk.0.attn_k_norm.weight", &[4])];
+    let kv = [("qwen3moe.expert_count", Value::U32(4)), ("qwen3moe.expert_used_count", Value::U32(2)), ("qwen3moe.expert_feed_forward_length", Value::U32(16))];
+    let e = config_err(&tiny_arch("qwen3moe", &kv, "", norms));
+    assert_eq!(e, Error::MissingTensor("blk.0.ffn_gate_inp.weight".into()), "a qwen3moe file is MoE in every layer");
+    let mut t = norms.to_vec();
+    t.extend_from_slice(&[("blk.0.ffn_gate_inp.weight", &[8, 4]), ("blk.0.ffn_gate_exps.weight", &[8, 16, 4]), ("blk.0.ffn_up_exps.weight", &[8, 16, 4])]);
+    let e = config_err(&tiny_arch("qwen3moe", &kv, "", &t));
+    assert_eq!(e, Error::MissingTensor("blk.0.ffn_down_exps.weight".into()));
+    t.push(("blk.0.ffn_down_exps.weight", &[16, 8, 4]));
+    let c = Config::from_gguf(&Gguf::parse(tiny_arch("qwen3moe", &kv, "", &t).as_slice()).unwrap(), None).unwrap();
+    assert_eq!((c.experts, c.topk, c.ff, c.family.qk_norm), (4, 2, 16, true));
 }
 
 #[test]

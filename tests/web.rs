@@ -453,8 +453,8 @@ async fn bad_files_are_named() {
     let m = expect(create(&dev, bytes_to_js(&F32.model[..7]), None).await);
     assert_has(&m, "truncated GGUF");
     let m = expect(create(&dev, bytes_to_js(&gguf_with("gpt2", None)), None).await);
-    assert_has(&m, "WebGPU path: llama GGUFs only");
-    assert_has(&m, "gpt2");
+    assert_has(&m, "WebGPU path: unsupported architecture \"gpt2\"");
+    assert_has(&m, "supported: llama, qwen2");
     let m = expect(create(&dev, bytes_to_js(&gguf_with("llama", Some(300))), None).await);
     assert_has(&m, "WebGPU path: at most 256 experts, top-16");
 
