@@ -79,7 +79,7 @@ impl Family {
     /// reference know every family; [`crate::plan::LoadPlan::new`] (so `Llama::load`) refuses the
     /// others with a message naming the architecture. Widen this as a family's kernels land.
     pub fn gpu_ready(self) -> bool {
-        matches!(self, Family::Llama | Family::Qwen2 | Family::Qwen3 | Family::Phi3 | Family::Smollm3 | Family::Granite)
+        matches!(self, Family::Llama | Family::Qwen2 | Family::Qwen3 | Family::Qwen3Moe | Family::Phi3 | Family::Smollm3 | Family::Granite)
     }
 
     /// True when RoPE rotates pairs `(i, i + n_rot/2)` (llama.cpp's `LLAMA_ROPE_TYPE_NEOX`) rather

@@ -13,6 +13,7 @@ mod common;
 
 use common::families::*;
 use common::*;
+use webgpu_llama::reference::Reference;
 use webgpu_llama::{Config, Family, Gguf};
 
 /// Max abs difference allowed between the f64 reference and llama.cpp's f32 logits. llama.cpp
