@@ -335,6 +335,7 @@ async fn dispose_with_calls_in_flight_settles_them_and_frees_every_buffer() {
     let r = run(dispose_in_flight(&create_fn(), &dev, &Q8_0.buffer(), Q8_0.prompt())).await;
     let logits: Vec<f32> = at(&r, "forward.value").unchecked_into::<js_sys::Float32Array>().to_vec();
     assert!(max_abs(&logits, &Q8_0.row(Q8_0.prompt().len() - 1)) <= TOLERANCE, "the forward issued before dispose()");
+    assert_eq!(argmax(&logits), Q8_0.greedy()[0]);
     assert_eq!(settled(&r, "generateFirst"), "Error: this model was disposed: use after dispose()");
     assert_eq!(num(&r, "generateFirst.calls"), 1.0);
     assert_eq!(settled(&r, "generateLast"), "ok");
