@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Browser tests of the web front door, in headless Chromium with WebGPU on SwiftShader:
 #   1. wasm-bindgen tests (tests/web.rs: the API as a page uses it; tests/web_gpu.rs: every
-#      reference case with the GPU kernel forms forced, so that Tint compiles and runs them):
-#      cargo test --target wasm32-unknown-unknown --test web --test web_gpu
+#      reference case with the GPU kernel forms forced, so that Tint compiles and runs them;
+#      tests/web_hardening.rs: leaks, calls in flight, out of memory and device loss):
+#      cargo test --target wasm32-unknown-unknown --test web --test web_gpu --test web_hardening
 #      (the runner is wasm-bindgen-test-runner, from .cargo/config.toml; flags in webdriver.json)
 #   2. the npm page test (tests/page.test.mjs): builds and packs the package, installs the tarball
 #      in a temp dir and checks the reference logits from a plain module page.
@@ -41,10 +42,10 @@ passed=0 failed=0 status=0 parts=()
 
 
 if ((run_wasm)); then
-    echo "[test-web] wasm-bindgen tests (tests/web.rs, tests/web_gpu.rs) in headless Chromium"
+    echo "[test-web] wasm-bindgen tests (tests/web.rs, tests/web_gpu.rs, tests/web_hardening.rs) in headless Chromium"
     t0=$SECONDS
     # --no-fail-fast: both targets run and report, whichever fails.
-    nice cargo test --no-fail-fast --target wasm32-unknown-unknown --test web --test web_gpu 2>&1 | tee "$LOG_DIR/wasm.log"
+    nice cargo test --no-fail-fast --target wasm32-unknown-unknown --test web --test web_gpu --test web_hardening 2>&1 | tee "$LOG_DIR/wasm.log"
     rc=${PIPESTATUS[0]}
     p=$(grep -E '^test result: ' "$LOG_DIR/wasm.log" | sed -nE 's/.* ([0-9]+) passed.*/\1/p' | awk '{s+=$1} END {print s+0}')
     f=$(grep -E '^test result: ' "$LOG_DIR/wasm.log" | sed -nE 's/.* ([0-9]+) failed.*/\1/p' | awk '{s+=$1} END {print s+0}')

@@ -35,8 +35,12 @@ pub enum Error {
     /// An argument of the wrong type (not an array, not a number, not a `GPUDevice` ...). The
     /// browser module rejects with a JS `TypeError`.
     InvalidType(String),
-    /// The GPU reported an error (validation, mapping, out of memory).
+    /// The GPU reported an error (validation, mapping).
     Gpu(String),
+    /// The device could not allocate the model's buffers (WebGPU's out-of-memory error while
+    /// loading): `bytes` of GPU buffers were asked for, `detail` is the device's message. The
+    /// browser module rejects with an `OutOfMemoryError`, as for [`Error::TooLarge`].
+    OutOfMemory { bytes: u64, detail: String },
     /// The GPU device was lost (destroyed by the host, a driver reset ...): this call and every
     /// later one on the model fail. The browser module rejects with a `DeviceLostError`.
     DeviceLost(String),
@@ -74,6 +78,9 @@ impl fmt::Display for Error {
             Error::Input(m) => write!(f, "{m}"),
             Error::InvalidType(m) => write!(f, "{m}"),
             Error::Gpu(m) => write!(f, "GPU error: {m}"),
+            Error::OutOfMemory { bytes, detail } => {
+                write!(f, "out of GPU memory: the model needs {bytes} bytes of GPU buffers and the device could not allocate them ({detail})")
+            }
             Error::DeviceLost(m) => write!(f, "the GPU device was lost ({m})"),
             Error::Disposed => write!(f, "this model was disposed: use after dispose()"),
         }

@@ -76,6 +76,9 @@ pub struct Llama {
     /// A [`Llama::generate`] call is under way: its steps own the token ids and the step
     /// uniform until it returns.
     generating: Cell<bool>,
+    /// A generate call was accepted but has not started yet ([`Llama::reserve`]): calls made in
+    /// between are refused as while it runs.
+    reserved: Cell<bool>,
 }
 
 /// A submitted forward pass's logits, to be read with [`Gpu::map_read`] and then given back
@@ -169,6 +172,7 @@ impl Llama {
             filled: Cell::new(0),
             disposed: Cell::new(false),
             generating: Cell::new(false),
+            reserved: Cell::new(false),
         })
     }
 
@@ -241,7 +245,7 @@ impl Llama {
         if self.disposed.get() {
             return Err(Error::Disposed);
         }
-        if self.generating.get() {
+        if self.generating.get() || self.reserved.get() {
             return Err(Error::Input("a generate call is under way: await it before the next forward or generate".into()));
         }
         if n == 0 {
@@ -354,7 +358,8 @@ impl Llama {
     /// call asks for exactly it: recording a step costs about as much CPU time as the GPU takes to
     /// run it on a fast GPU, so it is done while the GPU runs the step before.
     fn prepare(&self, pos: u32, readout: Readout) {
-        if pos >= self.config.ctx {
+        // (After dispose() nothing may allocate: a generate call that ends after it comes here.)
+        if pos >= self.config.ctx || self.disposed.get() {
             return;
         }
         #[cfg(not(target_arch = "wasm32"))]
@@ -578,6 +583,20 @@ impl Llama {
         for b in self.weights.buffers.iter().chain(&self.buffers).chain(self.readbacks.borrow_mut().drain(..).as_slice()) {
             b.destroy();
         }
+    }
+
+    /// Marks a [`Llama::generate`] call as accepted before it starts (the browser's `generate`
+    /// returns its promise first and starts it from the microtask queue): until then, and then
+    /// while it runs, other calls fail as [`Llama::validate`] says, so that none is queued
+    /// between the call and its steps. Its start takes the mark over; [`Llama::release`] drops
+    /// it when the call ends before starting.
+    pub fn reserve(&self) {
+        self.reserved.set(true);
+    }
+
+    /// Drops [`Llama::reserve`]'s mark.
+    pub fn release(&self) {
+        self.reserved.set(false);
     }
 
     /// Whether [`Llama::dispose`] was called.

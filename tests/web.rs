@@ -521,7 +521,7 @@ async fn too_large_for_the_hosts_limits_names_the_limit() {
     let m = create(&dev, Q8_0.buffer(), options(Some(2_000_000))).await.expect_err("should not fit");
     assert_eq!(
         m,
-        "Error: tensor KV cache needs 256000000 bytes in one GPU buffer but the device's maxStorageBufferBindingSize is 134217728: \
+        "OutOfMemoryError: tensor KV cache needs 256000000 bytes in one GPU buffer but the device's maxStorageBufferBindingSize is 134217728: \
          request a larger maxStorageBufferBindingSize when creating the GPUDevice"
     );
     // An f16 cache needs half the bytes: 4M positions are refused at the same size.
@@ -529,7 +529,7 @@ async fn too_large_for_the_hosts_limits_names_the_limit() {
     js_sys::Reflect::set(&opts, &"contextLength".into(), &4_000_000.into()).unwrap();
     js_sys::Reflect::set(&opts, &"kvType".into(), &"f16".into()).unwrap();
     let m = create(&dev, Q8_0.buffer(), Some(opts.into())).await.expect_err("should not fit");
-    assert_has(&m, "Error: tensor KV cache needs 256000000 bytes in one GPU buffer");
+    assert_has(&m, "OutOfMemoryError: tensor KV cache needs 256000000 bytes in one GPU buffer");
     // The host's limits are the ones used.
     let llama = load(&dev, &Q8_0, Some(8)).await;
     assert_eq!(config_u32(&llama, "maxStorageBufferBindingSize"), 134217728.0);

@@ -40,6 +40,8 @@ impl Llama {
     /// generate call is under way: from `on_tokens`, or in the browser between its blocks);
     /// [`Error::Input`] naming the option ([`GenerateOptions::check`]); [`Error::Gpu`].
     pub async fn generate(&self, tokens: &[u32], start_pos: u32, opts: &GenerateOptions, on_tokens: &mut dyn FnMut(&[u32]) -> bool) -> Result<Generated> {
+        // (A mark of Llama::reserve is this call's own: taken over by the busy flag below.)
+        self.release();
         self.validate(tokens, start_pos)?;
         opts.check(self.config.vocab)?;
         // Until it returns (or its future is dropped), other calls are refused.
@@ -102,6 +104,12 @@ impl Llama {
         let (mut ids, mut stop_reason) = (Vec::new(), StopReason::Length);
         let blocks = max.div_ceil(block);
         for b in 0..blocks {
+            // After dispose() (from on_tokens, or in the browser between blocks) the buffers are
+            // gone: no further block is submitted.
+            if self.disposed.get() {
+                readbacks.iter().for_each(wgpu::Buffer::destroy);
+                return Err(Error::Disposed);
+            }
             if b + 1 < blocks {
                 scopes.push_back(submit(b + 1));
             }

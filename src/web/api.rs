@@ -209,13 +209,17 @@ export interface MatvecQ8Result {
 "#;
 
 /// The JS error for an engine error: `TypeError` for an argument of the wrong type, `RangeError`
-/// for a bad value ([`Error::Input`]), `DeviceLostError` when the device was lost, else `Error`.
+/// for a bad value ([`Error::Input`]), `DeviceLostError` when the device was lost,
+/// `OutOfMemoryError` when the model does not fit ([`Error::TooLarge`], [`Error::OutOfMemory`]),
+/// else `Error`.
 pub(crate) fn js_error(e: Error) -> JsValue {
     let m = e.to_string();
     match e {
         Error::InvalidType(_) => js_sys::TypeError::new(&m).into(),
         Error::Input(_) => js_sys::RangeError::new(&m).into(),
         Error::DeviceLost(_) => glue::new_device_lost_error(&m, ""),
+        Error::TooLarge { bytes, limit, limit_name, .. } => glue::new_out_of_memory_error(&m, bytes as f64, (limit as f64).into(), limit_name.into()),
+        Error::OutOfMemory { bytes, .. } => glue::new_out_of_memory_error(&m, bytes as f64, JsValue::NULL, JsValue::NULL),
         _ => js_sys::Error::new(&m).into(),
     }
 }
@@ -412,8 +416,11 @@ pub struct WebLlama {
 /// device is lost, and an `Error` naming the problem otherwise: not a GGUF, truncated, "WebGPU
 /// path: unsupported architecture" (listing the recognised ones), "architecture X is recognised
 /// but not yet run by the GPU engine", unsupported tensor type, "WebGPU path: at most 256 experts, top-16",
-/// a tensor larger than the device's `maxStorageBufferBindingSize` (naming the tensor, its size,
-/// the limit and the limit to request), GPU validation or out-of-memory errors. Kernels compile on
+/// GPU validation errors. A model that does not fit rejects with an `OutOfMemoryError` (its
+/// `bytes`, `limit` and `limitName`): a buffer larger than the device's
+/// `maxStorageBufferBindingSize` (naming the tensor, its size, the limit and the limit to
+/// request), or the device's out-of-memory error (naming the bytes of every buffer of the
+/// model); what was uploaded is freed. Kernels compile on
 /// the first `forward` that runs each: a kernel the device rejects fails that call (and every
 /// later one that runs it) with an `Error`, not the load.
 #[wasm_bindgen(js_name = createLlama, unchecked_return_type = "Promise<Llama>")]
@@ -514,7 +521,11 @@ async fn load(device: &JsValue, src: &Source, opts: &Options) -> Result<WebLlama
         }
     }
     if let Some(e) = gpu_failure {
-        return Err(failed(&llama, or_lost(&lost, js_error(gpu_error(e))).await));
+        let e = match e {
+            wgpu::Error::OutOfMemory { .. } => Error::OutOfMemory { bytes: llama.gpu_bytes(), detail: e.to_string() },
+            e => gpu_error(e),
+        };
+        return Err(failed(&llama, or_lost(&lost, js_error(e)).await));
     }
     if let Some(e) = lost_error(&lost) {
         return Err(failed(&llama, e));
@@ -713,8 +724,11 @@ impl WebLlama {
         })
     }
 
-    /// Frees every GPU buffer the model made (never the host's device). Idempotent; afterwards
-    /// `forward` rejects with "use after dispose()". Forwards already issued still resolve.
+    /// Frees every GPU buffer the model made (never the host's device): weights, KV cache,
+    /// activations and readback buffers; a readback still in flight is destroyed once its call
+    /// settles. Idempotent; afterwards `forward` rejects with "use after dispose()". Forwards
+    /// already issued still resolve; a `generate` under way rejects with "use after dispose()"
+    /// at its next block (or resolves if that was its last).
     pub fn dispose(&self) {
         self.state.llama.dispose();
     }
@@ -929,6 +943,13 @@ pub fn read_metadata(#[wasm_bindgen(unchecked_param_type = "ArrayBuffer | ArrayB
 #[wasm_bindgen(js_name = __deviceLostErrorClass, skip_typescript)]
 pub fn device_lost_error_class() -> JsValue {
     glue::device_lost_error_class()
+}
+
+/// The `OutOfMemoryError` class (the package entry exports it as `OutOfMemoryError`).
+#[doc(hidden)]
+#[wasm_bindgen(js_name = __outOfMemoryErrorClass, skip_typescript)]
+pub fn out_of_memory_error_class() -> JsValue {
+    glue::out_of_memory_error_class()
 }
 
 /// Panics with `message` (tests of the panic handling only).

@@ -133,9 +133,12 @@ impl WebLlama {
     /// Rejects as `forward` does for bad tokens or positions, with a `TypeError` for an option of
     /// the wrong type and a `RangeError` for a bad value (both naming the option), and with
     /// whatever `onTokens` throws (which stops it as returning `false` does: the cache then
-    /// holds every id passed to `onTokens` but the last, as after an 'abort'). While it runs, its steps own the model's inputs: `forward`,
-    /// `forwardTopK`, `profile` and `generate` called before it settles reject with a
-    /// `RangeError` ("a generate call is under way").
+    /// holds every id passed to `onTokens` but the last, as after an 'abort'). From the call
+    /// until it settles its steps own the model's inputs: `forward`, `forwardTopK`, `profile`
+    /// and `generate` called in between (awaited or not) reject with a `RangeError` ("a
+    /// generate call is under way"). Calls issued before it are served first. `dispose()`
+    /// while it runs: it rejects with "use after dispose()" at the next block (or resolves if
+    /// that was its last), and its buffers are destroyed.
     #[wasm_bindgen(unchecked_return_type = "Promise<Generated>")]
     pub fn generate(
         &self,
@@ -155,6 +158,12 @@ impl WebLlama {
             state.llama.validate(&tokens, pos)?;
             Ok((tokens, pos, o))
         })();
+        // The call owns the model's inputs from now on, not from when its future first runs:
+        // a forward or generate issued before then (without awaiting this one) is refused
+        // instead of being queued ahead of this call's steps.
+        if args.is_ok() {
+            state.llama.reserve();
+        }
         spawn(async move {
             let (tokens, pos, o) = args.map_err(js_error)?;
             let result = |ids: &[u32], reason: &str| {
@@ -162,6 +171,7 @@ impl WebLlama {
                 object(&[("ids", js_sys::Int32Array::from(ids.as_slice()).into()), ("stopReason", reason.into())])
             };
             if aborted(&o.signal) {
+                state.llama.release();
                 return Ok(result(&[], "abort"));
             }
             let mut thrown = None;

@@ -1,5 +1,5 @@
 //! Small JavaScript helpers the browser module needs (one inline ES module): the
-//! `DeviceLostError` class, recognising `Blob` / `Response` / `ReadableStream` sources, reading
+//! `DeviceLostError` and `OutOfMemoryError` classes, recognising `Blob` / `Response` / `ReadableStream` sources, reading
 //! them in ranges, yielding to the event loop, and watching `GPUDevice.lost`.
 
 use wasm_bindgen::prelude::*;
@@ -15,6 +15,20 @@ export class DeviceLostError extends Error {
   }
 }
 export function deviceLostErrorClass() { return DeviceLostError; }
+/** The model does not fit the device: a buffer beyond its limits, or out of GPU memory. */
+export class OutOfMemoryError extends Error {
+  constructor(message, bytes, limit, limitName) {
+    super(message);
+    this.name = 'OutOfMemoryError';
+    /** Bytes asked for: the one buffer beyond the limit, or every buffer of the model. */
+    this.bytes = bytes;
+    /** The device limit exceeded and its name, or null (out of memory below the limits). */
+    this.limit = limit;
+    this.limitName = limitName;
+  }
+}
+export function outOfMemoryErrorClass() { return OutOfMemoryError; }
+export function newOutOfMemoryError(message, bytes, limit, limitName) { return new OutOfMemoryError(message, bytes, limit, limitName); }
 export function newDeviceLostError(message, reason) { return new DeviceLostError(message, reason); }
 
 /** 'arraybuffer' | 'blob' | 'response' | 'stream' | 'other' */
@@ -96,6 +110,12 @@ extern "C" {
     /// `new DeviceLostError(message, reason)`.
     #[wasm_bindgen(js_name = newDeviceLostError)]
     pub fn new_device_lost_error(message: &str, reason: &str) -> JsValue;
+    /// `new OutOfMemoryError(message, bytes, limit, limitName)`.
+    #[wasm_bindgen(js_name = newOutOfMemoryError)]
+    pub fn new_out_of_memory_error(message: &str, bytes: f64, limit: JsValue, limit_name: JsValue) -> JsValue;
+    /// The `OutOfMemoryError` class itself (exported by the package entry).
+    #[wasm_bindgen(js_name = outOfMemoryErrorClass)]
+    pub fn out_of_memory_error_class() -> JsValue;
     /// The `DeviceLostError` class itself (exported by the package entry).
     #[wasm_bindgen(js_name = deviceLostErrorClass)]
     pub fn device_lost_error_class() -> JsValue;

@@ -14,6 +14,17 @@ export declare class DeviceLostError extends Error {
   readonly reason: string;
 }
 
+/** createLlama's error when the model does not fit the device; what was uploaded is freed. */
+export declare class OutOfMemoryError extends Error {
+  readonly name: 'OutOfMemoryError';
+  /** Bytes asked for: the one buffer beyond the limit, or (out of memory) every buffer of the model. */
+  readonly bytes: number;
+  /** The device limit the buffer exceeds, or null when the device ran out of memory below its limits. */
+  readonly limit: number | null;
+  /** That limit's name ('maxStorageBufferBindingSize', 'maxBufferSize'), or null. */
+  readonly limitName: string | null;
+}
+
 /** What to pass to `adapter.requestDevice()` so that the model runs its fastest kernels: the
  * adapter's largest buffers, storage bindings, storage buffers a kernel, workgroup memory and
  * invocations, and the features

@@ -6,16 +6,19 @@
 //     (source: ArrayBuffer, typed array, Blob/File, Response or ReadableStream)
 //   const logits = await llama.forward(tokens, startPos);   // Float32Array of config.vocab
 //   llama.dispose();
-// Errors: TypeError (wrong argument types), RangeError (bad values), DeviceLostError (exported
-// here), Error (a bad file, a GPU error).
+// Errors: TypeError (wrong argument types), RangeError (bad values), DeviceLostError and
+// OutOfMemoryError (exported here), Error (a bad file, a GPU error).
 // The wasm file is fetched from beside this file (new URL('webgpu_llama_bg.wasm', import.meta.url)).
-import init, { __deviceLostErrorClass } from './webgpu_llama.js';
+import init, { __deviceLostErrorClass, __outOfMemoryErrorClass } from './webgpu_llama.js';
 
 await init();
 
 export { createLlama, readMetadata, testMatvecQ8, wasmMemoryBytes, Llama } from './webgpu_llama.js';
 /** The error a model's calls reject with once its GPUDevice is lost (name 'DeviceLostError'). */
 export const DeviceLostError = __deviceLostErrorClass();
+/** createLlama's error when the model does not fit the device (name 'OutOfMemoryError'): a buffer
+ * beyond a device limit, or out of GPU memory; `bytes`, `limit`, `limitName` say which. */
+export const OutOfMemoryError = __outOfMemoryErrorClass();
 /**
  * What to pass to `adapter.requestDevice()` so that the model runs its fastest kernels: the
  * adapter's largest buffers and storage bindings (larger models), storage buffers a kernel,

@@ -21,6 +21,6 @@ pub mod js;
 pub mod promise;
 pub mod source;
 
-pub use api::{create_llama, device_lost_error_class, read_metadata, test_matvec_q8, wasm_memory_bytes, WebLlama};
+pub use api::{create_llama, device_lost_error_class, out_of_memory_error_class, read_metadata, test_matvec_q8, wasm_memory_bytes, WebLlama};
 pub use promise::reinit_after_panic;
 pub use source::{JsBytes, Source};
