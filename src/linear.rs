@@ -19,9 +19,10 @@ pub const MATVEC_TOKENS: u32 = 8;
 /// The forms of a linear op, each a kernel compiled for the op's matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
-    /// `matvec.wgsl` for one token (with the decode fusions; the integer form where it applies).
+    /// The matrix-vector kernel for one token (with the decode fusions; its integer form,
+    /// `matvec_idot.wgsl`, where it applies; [`crate::kernels::MatvecForm`]).
     OneToken,
-    /// `matvec.wgsl` for 2 to [`MATVEC_TOKENS`] tokens a dispatch.
+    /// The matrix-vector kernel for 2 to [`MATVEC_TOKENS`] tokens a dispatch.
     FewTokens,
     /// The matrix-matrix kernel's large tile (`matmul.wgsl` or, with matrix units,
     /// `matmul_coop.wgsl`).
@@ -100,12 +101,12 @@ pub struct Io<'a> {
 /// * On a GPU, 128 (fewer when the row has fewer than 128 spans, [`span`], or 16-byte pieces,
 ///   [`wide`]; the workgroup is then
 ///   one row group of 128 threads): the threads of a row read side by side
-///   (`shaders/matvec.wgsl`), and more threads keep more loads in flight; past 128 a row's
+///   (`shaders/matvec_rows.wgsl`), and more threads keep more loads in flight; past 128 a row's
 ///   reduction and the fewer rows a workgroup cost more than the extra loads give.
 /// * On a CPU implementation ([`Gpu::is_cpu`]: lavapipe, SwiftShader), 1: each invocation takes
 ///   a whole row, so the SIMD lanes of a workgroup read the same `X` elements in step and no
 ///   reduction is needed; with subgroups each lane loads a part of them and broadcasts it to the
-///   others (`XB` in `shaders/matvec.wgsl`: these compilers load even a shared address once per
+///   others (`shaders/matvec_broadcast.wgsl`: these compilers load even a shared address once per
 ///   lane).
 ///
 /// the `tpr` knob ([`crate::knobs`]) overrides both.
@@ -142,7 +143,7 @@ fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
 }
 
 /// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
-/// `shaders/matvec.wgsl`): on a GPU 16 for Q4_K, Q5_K and Q6_K, 8 for the others; 32 on CPU
+/// `shaders/matvec_rows.wgsl`): on a GPU 16 for Q4_K, Q5_K and Q6_K, 8 for the others; 32 on CPU
 /// adapters (a whole row per invocation), whose compilers then share a block's header and
 /// words across the span's unrolled decoding.
 /// the `span` knob ([`crate::knobs`]) overrides. Longer spans spread a load instruction's addresses;
@@ -159,7 +160,7 @@ pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
 }
 
 /// Spans a one-token matrix-vector thread loads before it uses any (`UN` in
-/// `shaders/matvec.wgsl`; the multi-token form keeps the default): enough for 16 weights
+/// `shaders/matvec_rows.wgsl`; the multi-token form keeps the default): enough for 16 weights
 /// (`16 / span`, at least 1); the `unroll` knob ([`crate::knobs`]) overrides. More
 /// holds more decoded vectors per thread, and the registers they take cost more than the
 /// loads they put in flight.
@@ -178,7 +179,7 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 }
 
 /// Whether the matrix-vector kernel reads a `[rows][cols]` matrix of format `ty` as 16-byte
-/// pieces (`WIDE` in `shaders/matvec.wgsl`): where the format has them
+/// pieces (`WIDE` in `shaders/matvec_rows.wgsl`, always in `matvec_idot.wgsl`): where the format has them
 /// ([`crate::kernels::Format::pieces`]: Q4_K, F16, and Q8_0 and Q6_K as regrouped at load,
 /// [`crate::repack`]) and every row starts on a 16-byte boundary (Q8_0: rows of 256k weights,
 /// Q6_K: 2048k); on
@@ -205,8 +206,8 @@ pub fn wide_with_norm(gpu: &Gpu) -> bool {
 }
 
 /// Whether the one-token matrix-vector form of a `[rows][cols]` matrix of format `ty` reads its
-/// activations as 24-bit integers and multiplies by integer dot products (`IDOT` in
-/// `shaders/matvec.wgsl`, after `shaders/quantize.wgsl`; [`crate::quantize`]): where the format
+/// activations as 24-bit integers and multiplies by integer dot products
+/// (`shaders/matvec_idot.wgsl`, after `shaders/quantize.wgsl`; [`crate::quantize`]): where the format
 /// has the integer form ([`crate::kernels::Format::int`]: Q4_K, Q8_0, Q6_K), its pieces are read
 /// ([`wide`]) and [`crate::gpu::Switches::int_dot`] is on (natively on Vulkan by default).
 pub fn int_dot(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
@@ -229,7 +230,7 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 /// lose with 4.
 ///
 /// SwiftShader (Chromium without a GPU) takes 4 as well where the activations are broadcast
-/// across a subgroup (`XB` in `shaders/matvec.wgsl`, subgroups of 4 or more); without
+/// across a subgroup (`shaders/matvec_broadcast.wgsl`, subgroups of 4 or more); without
 /// subgroups, where every lane loads every activation, 8, so that more rows share each load.
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
     let broadcast = crate::kernels::broadcasts(gpu.reduce_subgroup());
@@ -322,7 +323,7 @@ pub struct Fuse<'a> {
     /// The linear op after this one reads its output in the integer form ([`Builder::int_form`];
     /// with `norm`, through that RMSNorm): where this op's one-token form is the integer one too
     /// (one part, output rows a multiple of 16 written from column 0), it writes them as well,
-    /// 16 rows a workgroup (`QOUT` in `shaders/matvec.wgsl`), so that the next op needs no
+    /// 16 rows a workgroup (`QOUT` in `shaders/matvec_idot.wgsl`), so that the next op needs no
     /// quantize dispatch ([`Builder::quantized_by`]).
     pub quant_out: Option<QuantNext<'a>>,
     /// `(cache, stride, f16)`: the one-token matrix-vector form writes the token's output row

@@ -77,7 +77,7 @@ pub fn cpu_tile(gpu: &Gpu) -> Option<CpuTile> {
 
 /// Whether the matrix-vector forms fuse RMSNorm and SwiGLU ([`crate::gpu::Switches::fuse`]): by
 /// default on GPUs, and on CPU adapters whose matvecs share the activations' loads across a
-/// subgroup (`XB` in `shaders/matvec.wgsl`, [`broadcasts`] of [`Gpu::reduce_subgroup`]: the
+/// subgroup (`shaders/matvec_broadcast.wgsl`, [`broadcasts`] of [`Gpu::reduce_subgroup`]: the
 /// norm's sum of squares then costs a few vector ops a step, and a decode step fewer dispatches:
 /// faster on lavapipe and SwiftShader). Without subgroups every lane loads every activation, and
 /// a row's invocation would redo the norm's sum of squares for each of its rows.

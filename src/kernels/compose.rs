@@ -177,7 +177,19 @@ fn compose_inner(key: &PipelineKey) -> String {
         s += &unroll(include_str!("../../shaders/linear.wgsl"), &shared);
         s += "\n";
     }
-    s + &unroll(key.kernel.source(), &consts(key))
+    // The matrix-vector kernel: the shared file, then its form's, the fragments that the
+    // forms' entry points share put in place of their `//@include` lines.
+    let source = match key.kernel {
+        Kernel::Matvec => {
+            let form = MatvecForm::of(key).source().lines().map(|line| match line.strip_prefix("//@include ") {
+                Some(name) => FRAGMENTS.iter().find(|f| f.0 == name.trim()).unwrap_or_else(|| panic!("{line}: no such fragment")).1.to_string(),
+                None => format!("{line}\n"),
+            });
+            format!("{}\n{}", key.kernel.source(), form.collect::<String>())
+        }
+        _ => key.kernel.source().to_string(),
+    };
+    s + &unroll(&source, &consts(key))
 }
 
 /// The compile-time constants of `key`'s geometry, by name (the bounds of `//@for` blocks).
