@@ -208,6 +208,12 @@ impl Kernel {
         matches!(self, Kernel::Attention | Kernel::AttentionCpu | Kernel::AttentionTiled | Kernel::AttentionDecode | Kernel::AttentionDecodeWide)
     }
 
+    /// Whether the kernel reads or writes the KV cache, and so is composed with
+    /// `shaders/kv_cache.wgsl` (the cache's element types, f32 or f16 pairs by `KV16`).
+    pub fn reads_kv_cache(self) -> bool {
+        self == Kernel::RopeKv || self.is_attention()
+    }
+
     /// Whether the kernel reads weights, and so is composed with a format file.
     pub fn reads_weights(self) -> bool {
         matches!(self, Kernel::Embed | Kernel::Matvec | Kernel::Matmul | Kernel::MatmulCoop | Kernel::MatmulCpu | Kernel::MatvecExp | Kernel::MoeDown)
