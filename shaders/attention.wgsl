@@ -20,14 +20,8 @@
 @bind var<uniform> p: Attn;
 @bind var<uniform> st: Step;
 @bind var<storage, read> qkv: array<f32>;
-//@if KV16
-@bind var<storage, read> kc: array<u32>;
-@bind var<storage, read> vc: array<u32>;
-//@end
-//@if !KV16
-@bind var<storage, read> kc: array<f32>;
-@bind var<storage, read> vc: array<f32>;
-//@end
+@bind var<storage, read> kc: array<KvWord>;
+@bind var<storage, read> vc: array<KvWord>;
 @bind var<storage, read_write> o: array<f32>;
 @bind var<storage, read_write> partials: array<f32>;
 

@@ -23,15 +23,13 @@
 @bind var<uniform> p: Attn;
 @bind var<uniform> st: Step;
 @bind var<storage, read> qkv: array<vec4<f32>>;
+@bind var<storage, read> kc: array<KvQuad>;
+@bind var<storage, read> vc: array<KvQuad>;
 //@if KV16
-@bind var<storage, read> kc: array<vec2<u32>>;
-@bind var<storage, read> vc: array<vec2<u32>>;
-fn ld(x: vec2<u32>) -> vec4<f32> { return vec4<f32>(unpack2x16float(x.x), unpack2x16float(x.y)); }
+fn ld(x: KvQuad) -> vec4<f32> { return vec4<f32>(unpack2x16float(x.x), unpack2x16float(x.y)); }
 //@end
 //@if !KV16
-@bind var<storage, read> kc: array<vec4<f32>>;
-@bind var<storage, read> vc: array<vec4<f32>>;
-fn ld(x: vec4<f32>) -> vec4<f32> { return x; }
+fn ld(x: KvQuad) -> vec4<f32> { return x; }
 //@end
 @bind var<storage, read_write> o: array<vec4<f32>>;
 

@@ -22,25 +22,13 @@
 @bind var<uniform> p: Attn;
 @bind var<uniform> st: Step;
 @bind var<storage, read> qkv: array<f32>;
-//@if KV16
 //@if ROPE
-@bind var<storage, read_write> kc: array<vec2<u32>>;
-@bind var<storage, read_write> vc: array<vec2<u32>>;
+@bind var<storage, read_write> kc: array<KvQuad>;
+@bind var<storage, read_write> vc: array<KvQuad>;
 //@end
 //@if !ROPE
-@bind var<storage, read> kc: array<vec2<u32>>;
-@bind var<storage, read> vc: array<vec2<u32>>;
-//@end
-//@end
-//@if !KV16
-//@if ROPE
-@bind var<storage, read_write> kc: array<vec4<f32>>;
-@bind var<storage, read_write> vc: array<vec4<f32>>;
-//@end
-//@if !ROPE
-@bind var<storage, read> kc: array<vec4<f32>>;
-@bind var<storage, read> vc: array<vec4<f32>>;
-//@end
+@bind var<storage, read> kc: array<KvQuad>;
+@bind var<storage, read> vc: array<KvQuad>;
 //@end
 @bind var<storage, read_write> o: array<f32>;
 //@if !COMBINE

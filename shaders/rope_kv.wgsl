@@ -16,14 +16,8 @@ struct P { n_heads: u32, n_kv: u32, head_dim: u32, n_rot: u32, qkv_stride: u32, 
 @bind var<uniform> st: Step;
 @bind var<storage, read> cs: array<f32>;
 @bind var<storage, read_write> q: array<f32>;
-//@if KV16
-@bind var<storage, read_write> kc: array<u32>;
-@bind var<storage, read_write> vc: array<u32>;
-//@end
-//@if !KV16
-@bind var<storage, read_write> kc: array<f32>;
-@bind var<storage, read_write> vc: array<f32>;
-//@end
+@bind var<storage, read_write> kc: array<KvWord>;
+@bind var<storage, read_write> vc: array<KvWord>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3u) {

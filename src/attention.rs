@@ -309,21 +309,15 @@ pub fn decode_heads(gpu: &Gpu, cfg: &Config) -> u32 {
     lab!(gpu, attn_heads).filter(|&h| h >= 1 && g % h == 0).unwrap_or(default)
 }
 
-/// The most keys over which a one-token step of `attention_decode.wgsl` (not the wide kernel)
-/// takes one query head a workgroup instead of [`decode_heads`] ([`short_steps_one_head`]).
-/// Up to about a thousand keys the halved serial work of one head a workgroup gains; past it
-/// the doubled reads of the cache cost more than the shorter chains save.
-pub const ONE_HEAD_MAX_KEYS: u32 = 1024;
-
 /// The most keys over which one-token steps of `attention_decode.wgsl` take one query head a
-/// workgroup (the `attn_heads_until` knob ([`crate::knobs`]), else [`ONE_HEAD_MAX_KEYS`]), or `None`
+/// workgroup (the `attn_heads_until` knob ([`crate::knobs`]), else [`crate::policy::ONE_HEAD_MAX_KEYS`]), or `None`
 /// where they never do: the kernel runs with more ([`decode_heads`] unforced), not as the wide
 /// kernel, and merges its own splits (`merges`, [`fuses_combine`]: natively on Vulkan, where it
 /// was measured). The steps take it where their chunks are 64 keys. Its workgroups then have
 /// half the serial work a chunk and twice the count, which at short contexts (few key splits,
 /// a GPU partly idle) is what bounds the step.
 pub fn short_steps_one_head(gpu: &Gpu, cfg: &Config, merges: bool, wide_kernel: bool) -> Option<u32> {
-    let until = lab!(gpu, attn_heads_until).unwrap_or(ONE_HEAD_MAX_KEYS);
+    let until = lab!(gpu, attn_heads_until).unwrap_or(crate::policy::ONE_HEAD_MAX_KEYS);
     (merges && !wide_kernel && lab!(gpu, attn_heads).is_none() && decode_heads(gpu, cfg) > 1 && until > 0).then_some(until)
 }
 

@@ -20,9 +20,10 @@ pub const MATVEC_TOKENS: u32 = 8;
 /// The forms of a linear op, each a kernel compiled for the op's matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Form {
-    /// `matvec.wgsl` for one token (with the decode fusions; the integer form where it applies).
+    /// The matrix-vector kernel for one token (with the decode fusions; its integer form,
+    /// `matvec_idot.wgsl`, where it applies; [`crate::kernels::MatvecForm`]).
     OneToken,
-    /// `matvec.wgsl` for 2 to [`MATVEC_TOKENS`] tokens a dispatch.
+    /// The matrix-vector kernel for 2 to [`MATVEC_TOKENS`] tokens a dispatch.
     FewTokens,
     /// The matrix-matrix kernel's large tile (`matmul.wgsl` or, with matrix units,
     /// `matmul_coop.wgsl`).
@@ -109,15 +110,13 @@ pub struct Io<'a> {
 /// (`rows`: see [`expert_threads_per_row`]); a workgroup then holds
 /// [`crate::kernels::matvec_workgroup`] / TPR row groups.
 ///
-/// * On a GPU, 128 (fewer when the row has fewer than 128 spans, [`span`], or 16-byte pieces,
-///   [`wide`]; the workgroup is then
-///   one row group of 128 threads): the threads of a row read side by side
-///   (`shaders/matvec.wgsl`), and more threads keep more loads in flight; past 128 a row's
-///   reduction and the fewer rows a workgroup cost more than the extra loads give.
+/// * On a GPU, [`crate::policy::MAX_THREADS_PER_ROW`] (fewer when the row has fewer spans,
+///   [`span`], or 16-byte pieces, [`wide`]; at least 4): the threads of a row read side by side
+///   (`shaders/matvec_rows.wgsl`), and more threads keep more loads in flight.
 /// * On a CPU implementation ([`Gpu::is_cpu`]: lavapipe, SwiftShader), 1: each invocation takes
 ///   a whole row, so the SIMD lanes of a workgroup read the same `X` elements in step and no
 ///   reduction is needed; with subgroups each lane loads a part of them and broadcasts it to the
-///   others (`XB` in `shaders/matvec.wgsl`: these compilers load even a shared address once per
+///   others (`shaders/matvec_broadcast.wgsl`: these compilers load even a shared address once per
 ///   lane).
 ///
 /// the `tpr` knob ([`crate::knobs`]) overrides both.
@@ -138,40 +137,32 @@ fn threads_per_row_of(gpu: &Gpu, ty: GgmlType, rows: u32, cols: u32, wide: bool)
         Some(p) if wide => p.weights,
         _ => span(gpu, ty),
     };
-    (cols / unit).max(1).next_power_of_two().clamp(4, 128)
+    (cols / unit).max(1).next_power_of_two().clamp(4, crate::policy::MAX_THREADS_PER_ROW)
 }
 
 /// Threads per row of the one-token integer form ([`int_dot`]) where the f32 form takes `tpr`:
-/// at most 64 for pieces of 32 weights (the K-quants), unless the `tpr` knob ([`crate::knobs`]) says.
-/// With the dequantisation's arithmetic mostly gone, a thread's 2 to 7 pieces a row keep more
-/// loads in flight per instruction; fewer threads a row run too few rows at once, more give
-/// a thread too few pieces. Q8_0's pieces (16 weights) keep theirs.
+/// at most [`crate::policy::INT_THREADS_PER_ROW`] for pieces of 32 weights (the K-quants),
+/// unless the `tpr` knob ([`crate::knobs`]) says. Q8_0's pieces (16 weights) keep theirs.
 fn int_threads_per_row(gpu: &Gpu, ty: GgmlType, tpr: u32) -> u32 {
     match Format::of(ty).pieces {
-        Some(p) if p.weights >= 32 && lab!(gpu, tpr).is_none() => tpr.min(64),
+        Some(p) if p.weights >= 32 && lab!(gpu, tpr).is_none() => tpr.min(crate::policy::INT_THREADS_PER_ROW),
         _ => tpr,
     }
 }
 
 /// Weights a matrix-vector thread decodes at once for format `ty` (a multiple of 4; see
-/// `shaders/matvec.wgsl`): on a GPU 16 for Q4_K, Q5_K and Q6_K, 8 for the others; 32 on CPU
-/// adapters (a whole row per invocation), whose compilers then share a block's header and
-/// words across the span's unrolled decoding.
-/// the `span` knob ([`crate::knobs`]) overrides. Longer spans spread a load instruction's addresses;
-/// within one of the format's scale groups they share the scale decoding (`dq4s`, which pays
-/// for the K-quants' 6-bit scales, and cost the other formats more in spread addresses than
-/// they save).
+/// `shaders/matvec_rows.wgsl`): the device class's [`crate::policy::Defaults::span_k_quants`]
+/// for Q4_K, Q5_K and Q6_K, its [`crate::policy::Defaults::span`] for the others; the `span`
+/// knob ([`crate::knobs`]) overrides. Longer spans spread a load instruction's addresses; within
+/// one of the format's scale groups they share the scale decoding (`dq4s`).
 pub fn span(gpu: &Gpu, ty: GgmlType) -> u32 {
-    match lab!(gpu, span) {
-        Some(s) => s,
-        None if gpu.is_cpu() => 32,
-        None if matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K) => 16,
-        None => 8,
-    }
+    let class = crate::policy::class(gpu);
+    let k_quant = matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K);
+    lab!(gpu, span).unwrap_or(if k_quant { class.span_k_quants } else { class.span })
 }
 
 /// Spans a one-token matrix-vector thread loads before it uses any (`UN` in
-/// `shaders/matvec.wgsl`; the multi-token form keeps the default): enough for 16 weights
+/// `shaders/matvec_rows.wgsl`; the multi-token form keeps the default): enough for 16 weights
 /// (`16 / span`, at least 1); the `unroll` knob ([`crate::knobs`]) overrides. More
 /// holds more decoded vectors per thread, and the registers they take cost more than the
 /// loads they put in flight.
@@ -190,7 +181,7 @@ fn spans_or_pieces_per_step(gpu: &Gpu, span: u32, wide: bool) -> u32 {
 }
 
 /// Whether the matrix-vector kernel reads a `[rows][cols]` matrix of format `ty` as 16-byte
-/// pieces (`WIDE` in `shaders/matvec.wgsl`): where the format has them
+/// pieces (`WIDE` in `shaders/matvec_rows.wgsl`, always in `matvec_idot.wgsl`): where the format has them
 /// ([`crate::kernels::Format::pieces`]: Q4_K, F16, and Q8_0 and Q6_K as regrouped at load,
 /// [`crate::repack`]) and every row starts on a 16-byte boundary (Q8_0: rows of 256k weights,
 /// Q6_K: 2048k); on
@@ -217,8 +208,8 @@ pub fn wide_with_norm(gpu: &Gpu) -> bool {
 }
 
 /// Whether the one-token matrix-vector form of a `[rows][cols]` matrix of format `ty` reads its
-/// activations as 24-bit integers and multiplies by integer dot products (`IDOT` in
-/// `shaders/matvec.wgsl`, after `shaders/quantize.wgsl`; [`crate::quantize`]): where the format
+/// activations as 24-bit integers and multiplies by integer dot products
+/// (`shaders/matvec_idot.wgsl`, after `shaders/quantize.wgsl`; [`crate::quantize`]): where the format
 /// has the integer form ([`crate::kernels::Format::int`]: Q4_K, Q8_0, Q6_K), its pieces are read
 /// ([`wide`]) and [`crate::gpu::Switches::int_dot`] is on (natively on Vulkan by default).
 pub fn int_dot(gpu: &Gpu, ty: GgmlType, cols: u32) -> bool {
@@ -231,25 +222,21 @@ fn wide_fused(gpu: &Gpu, ty: GgmlType, cols: u32, norm: bool) -> bool {
 }
 
 /// Rows per thread of the one-token matrix-vector form (the multi-token form takes 1: its
-/// accumulators would outgrow workgroup memory): each load of the activations then serves that
-/// many rows, and a thread keeps that many more weight loads in flight. 2 on a GPU, 4 on CPU
-/// adapters (a whole row an invocation: each activation load serves more rows); the `rpt` knob
-/// ([`crate::knobs`]) overrides. On GPUs more rows a thread hold more decoded vectors, which
-/// past 2 cost more than the shared loads save (the SwiGLU matvec's too, which the `rpt_glu`
-/// knob of [`crate::knobs`] sets apart). F16 weights take 4 on GPUs too (2 bytes a weight and no
-/// integer form: a thread's 4 rows keep twice the loads in flight), where the quantised formats
-/// lose with 4.
-///
-/// SwiftShader (Chromium without a GPU) takes 4 as well where the activations are broadcast
-/// across a subgroup (`XB` in `shaders/matvec.wgsl`, subgroups of 4 or more); without
-/// subgroups, where every lane loads every activation, 8, so that more rows share each load.
+/// accumulators would outgrow workgroup memory): the device class's
+/// [`crate::policy::Defaults::rows_per_thread`] ([`crate::policy::Defaults::rows_per_thread_f16`]
+/// for F16 weights), or in SwiftShader without the activations broadcast across a subgroup
+/// (`shaders/matvec_broadcast.wgsl` needs subgroups of 4 or more)
+/// [`crate::policy::SWIFTSHADER_UNSHARED_ROWS_PER_THREAD`]; the `rpt` knob ([`crate::knobs`])
+/// overrides (the SwiGLU matvec's: the `rpt_glu` knob).
 pub fn rows_per_thread(gpu: &Gpu, ty: GgmlType) -> u32 {
     let broadcast = crate::kernels::broadcasts(gpu.reduce_subgroup());
-    let default = match (gpu.is_cpu(), gpu.is_swiftshader() && !broadcast) {
-        (true, true) => 8,
-        (true, false) => 4,
-        _ if ty == GgmlType::F16 => 4,
-        _ => 2,
+    let class = crate::policy::class(gpu);
+    let default = if gpu.is_cpu() && gpu.is_swiftshader() && !broadcast {
+        crate::policy::SWIFTSHADER_UNSHARED_ROWS_PER_THREAD
+    } else if ty == GgmlType::F16 {
+        class.rows_per_thread_f16
+    } else {
+        class.rows_per_thread
     };
     lab!(gpu, rpt).unwrap_or(default)
 }
@@ -334,7 +321,7 @@ pub struct Fuse<'a> {
     /// The linear op after this one reads its output in the integer form ([`Builder::int_form`];
     /// with `norm`, through that RMSNorm): where this op's one-token form is the integer one too
     /// (one part, output rows a multiple of 16 written from column 0), it writes them as well,
-    /// 16 rows a workgroup (`QOUT` in `shaders/matvec.wgsl`), so that the next op needs no
+    /// 16 rows a workgroup (`QOUT` in `shaders/matvec_idot.wgsl`), so that the next op needs no
     /// quantize dispatch ([`Fused::out`] hands them on).
     pub quant_out: Option<QuantNext<'a>>,
     /// `(cache, stride, f16)`: the one-token matrix-vector form writes the token's output row

@@ -2,8 +2,10 @@
 //! ([`crate::gpu::Caps`]) and its class ([`Gpu::is_cpu`]: a GPU, or a CPU implementation of the
 //! API such as lavapipe and SwiftShader), under the user's [`crate::gpu::Switches`] and, in
 //! `lab` builds, the laboratory's knobs ([`crate::knobs`]). The defaults of each device class
-//! are the constants of [`GPU`] and [`CPU`]; the shape rules that follow a tensor's format and
-//! size stay with their kernels ([`crate::linear`], [`crate::attention`]).
+//! are the constants of [`GPU`] and [`CPU`] and the named constants after them (the numbers
+//! kernels are shaped with: spans, rows and threads a row, attention's one-head steps); the
+//! shape rules that follow a tensor's format and size stay with their kernels
+//! ([`crate::linear`], [`crate::attention`]), reading their numbers here.
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -24,20 +26,81 @@ pub struct Defaults {
     /// Workgroups below which a linear op takes the small tile instead of the large one (a large
     /// tile leaves a GPU idle when it makes few workgroups: a narrow matrix, a short batch).
     pub min_large_tiles: u32,
+    /// Weights a matrix-vector thread decodes at once ([`crate::linear::span`]; a multiple of
+    /// 4) for Q4_K, Q5_K and Q6_K, whose spans within one scale group share the decoding of its
+    /// 6-bit scales (`dq4s`, `shaders/formats/common.wgsl`).
+    pub span_k_quants: u32,
+    /// The same for the other formats, for which a longer span costs more in spread load
+    /// addresses than it saves.
+    pub span: u32,
+    /// Rows per thread of the one-token matrix-vector form ([`crate::linear::rows_per_thread`]):
+    /// each load of the activations serves that many rows, and a thread keeps that many more
+    /// weight loads in flight.
+    pub rows_per_thread: u32,
+    /// The same for F16 weights (2 bytes a weight and no integer form).
+    pub rows_per_thread_f16: u32,
 }
 
 /// A GPU's defaults. The matrix-vector forms up to 8 tokens (their accumulators fit; beyond, the
 /// tiled kernels reuse each weight across more tokens). The 64 x 128 tile was the fastest of
 /// 64x64/4x4, 128x128/8x8, 128x64/8x4, 64x128/4x8 and 64x64/8x8 for prefill (`bench --set
 /// tile=...`, the Llama-3.2-1B shape in Q8_0). 256 workgroups (about two waves of a large GPU's
-/// multiprocessors) before the large tile, where it was measured.
-pub const GPU: Defaults = Defaults { matvec_max_tokens: 8, tile: Tile::LARGE, cpu_tile: None, min_large_tiles: 256 };
+/// multiprocessors) before the large tile, where it was measured. Spans of 16 weights for the
+/// K-quants (sharing their scale decoding pays), 8 for the others. 2 rows a thread: more hold
+/// more decoded vectors, which past 2 cost more than the shared loads save (the SwiGLU matvec's
+/// too); F16 weights take 4 (a thread's 4 rows keep twice the loads in flight), where the
+/// quantised formats lose with 4.
+pub const GPU: Defaults = Defaults {
+    matvec_max_tokens: 8,
+    tile: Tile::LARGE,
+    cpu_tile: None,
+    min_large_tiles: 256,
+    span_k_quants: 16,
+    span: 8,
+    rows_per_thread: 2,
+    rows_per_thread_f16: 4,
+};
 
 /// A CPU adapter's defaults: one token a matrix-vector batch, the CPU matmul beyond (the
 /// multi-token matvec's accumulators for 8 tokens cost more than the CPU matmul's tiles:
 /// SmolLM2-135M Q4_1 on lavapipe and in SwiftShader, [`crate::linear::matvec_max_tokens`]), the
-/// portable tile where the GPU matmul runs.
-pub const CPU: Defaults = Defaults { matvec_max_tokens: 1, tile: Tile::PORTABLE, cpu_tile: Some(CpuTile::DEFAULT), min_large_tiles: 256 };
+/// portable tile where the GPU matmul runs. Spans of 32 weights, whatever the format: a whole row
+/// per invocation, whose compilers then share a block's header and words across the span's
+/// unrolled decoding. 4 rows a thread (each activation load serves more rows), but see
+/// [`SWIFTSHADER_UNSHARED_ROWS_PER_THREAD`].
+pub const CPU: Defaults = Defaults {
+    matvec_max_tokens: 1,
+    tile: Tile::PORTABLE,
+    cpu_tile: Some(CpuTile::DEFAULT),
+    min_large_tiles: 256,
+    span_k_quants: 32,
+    span: 32,
+    rows_per_thread: 4,
+    rows_per_thread_f16: 4,
+};
+
+/// Rows per thread of the one-token matrix-vector form in SwiftShader (Chromium without a GPU)
+/// without subgroups of 4 or more lanes, where every lane loads every activation (the
+/// activations are not broadcast, [`broadcasts`]): more rows share each load.
+pub const SWIFTSHADER_UNSHARED_ROWS_PER_THREAD: u32 = 8;
+
+/// The most threads a row of the GPUs' matrix-vector form takes ([`crate::linear::threads_per_row`]):
+/// more threads keep more loads in flight, but past 128 a row's reduction and the fewer rows a
+/// workgroup cost more than the extra loads give.
+pub const MAX_THREADS_PER_ROW: u32 = 128;
+
+/// The most threads a row of the one-token integer form takes for pieces of 32 weights (the
+/// K-quants; [`crate::linear::int_dot`]): with the dequantisation's arithmetic mostly gone, a
+/// thread's 2 to 7 pieces a row keep more loads in flight per instruction; fewer threads a row
+/// run too few rows at once, more give a thread too few pieces.
+pub const INT_THREADS_PER_ROW: u32 = 64;
+
+/// The most keys over which a one-token step of `attention_decode.wgsl` (not the wide kernel)
+/// takes one query head a workgroup instead of [`crate::attention::decode_heads`]
+/// ([`crate::attention::short_steps_one_head`]). Up to about a thousand keys the halved serial
+/// work of one head a workgroup gains; past it the doubled reads of the cache cost more than the
+/// shorter chains save.
+pub const ONE_HEAD_MAX_KEYS: u32 = 1024;
 
 /// Workgroups below which a linear op takes the matrix-unit matmul's small tile where its tile
 /// is 128 x 128 or larger: about one wave of a large GPU's multiprocessors (256 left the 8B
@@ -77,7 +140,7 @@ pub fn cpu_tile(gpu: &Gpu) -> Option<CpuTile> {
 
 /// Whether the matrix-vector forms fuse RMSNorm and SwiGLU ([`crate::gpu::Switches::fuse`]): by
 /// default on GPUs, and on CPU adapters whose matvecs share the activations' loads across a
-/// subgroup (`XB` in `shaders/matvec.wgsl`, [`broadcasts`] of [`Gpu::reduce_subgroup`]: the
+/// subgroup (`shaders/matvec_broadcast.wgsl`, [`broadcasts`] of [`Gpu::reduce_subgroup`]: the
 /// norm's sum of squares then costs a few vector ops a step, and a decode step fewer dispatches:
 /// faster on lavapipe and SwiftShader). Without subgroups every lane loads every activation, and
 /// a row's invocation would redo the norm's sum of squares for each of its rows.

@@ -1,5 +1,5 @@
 //! Activations as 24-bit integers for the integer form of the one-token matrix-vector product
-//! (`shaders/quantize.wgsl`, read by `shaders/matvec.wgsl`'s `IDOT`): each 16 values of a row
+//! (`shaders/quantize.wgsl`, read by `shaders/matvec_idot.wgsl`): each 16 values of a row
 //! as `d * (65536 h + 256 m + l)` with signed bytes h, m and l and `d = max |v| / 8355711`, plus
 //! their f32 sum. The error is at most about `1.5 d` a value (half a unit, plus f32's rounding of
 //! `v / d` near 2^23): 1.8e-7 of its half's largest, near f32's own rounding, where llama.cpp's

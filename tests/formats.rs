@@ -187,7 +187,7 @@ fn check_experts(gpu: &Gpu, ty: GgmlType, experts: u32, rows: u32, cols: u32, n:
 #[cfg(feature = "lab")]
 const TPRS: [u32; 8] = [2, 4, 8, 16, 32, 64, 128, 256];
 
-/// The one-token integer form (`IDOT`, formats with `pint`) on `rows` x `cols` weights at +`lead`
+/// The one-token integer form (`MatvecForm::IntDot`, formats with `pint`) on `rows` x `cols` weights at +`lead`
 /// against the reference, within the bound of its 24-bit activations: each off by at most 1.5 d
 /// (d = max |x| of its 16 / 8355711: half a unit, plus the f32 rounding of v / d near 2^23), so a
 /// row by sum |w| 1.5 d (plus 1e-6 of sum |w x| for the f32 sums); and not equal to the f32
@@ -235,7 +235,7 @@ enum Choice {
     Gpu,
     /// The CPU policy (a row per thread) with the multi-token matvec kept up to 8 tokens (the CPU
     /// default sends 2 to 8 to `matmul_cpu`), `matmul_cpu` beyond (with subgroups where the
-    /// device has them; the matrix-vector form's activations broadcast across subgroups, `XB`,
+    /// device has them; the matrix-vector form's activations broadcast across subgroups, `MatvecForm::Broadcast`,
     /// on alternate calls, else its span form).
     Cpu,
     /// The GPU policy with forced shapes cycling with `i / 6` (`i` steps by 6 between this
@@ -326,7 +326,7 @@ fn lab_shaped(g: &mut Gpu, shape: Choice, i: usize) {
             g.set_cpu(true);
             k.matvec_max_tokens = Some(8);
             // Without subgroups on alternate calls: the span form in place of the broadcast
-            // one (`XB` in shaders/matvec.wgsl, which needs them).
+            // one (shaders/matvec_broadcast.wgsl, which needs them).
             s.reduce_subgroups = sw.reduce_subgroups && (i / 6) % 2 == 1;
         }
         Choice::GpuForced => {

@@ -192,7 +192,7 @@ fn moe_k_quants_and_split_experts() {
 /// and through the expert kernels; with key splits, the output projection's integers written by
 /// one-token attention's merge (`attention_decode.wgsl`, COMBINE and QUANT) or by the combine
 /// dispatch (`attention_combine.wgsl` and `attention_combine_wide.wgsl`, QUANT); the integers of the next linear op
-/// written by the output and down projections and the SwiGLU matvec (`matvec.wgsl`, QOUT and
+/// written by the output and down projections and the SwiGLU matvec (`matvec_idot.wgsl`, QOUT and
 /// INORM), and without them.
 #[test]
 fn width_2048_regrouped_q6_k_dense_and_moe() {

@@ -307,7 +307,7 @@ fn integer_bound(w: &[f64], x: &[f64]) -> Vec<f64> {
     w.chunks(x.len()).map(|r| r.iter().zip(&d).zip(x).map(|((w, d), x)| w.abs() * (1.5 * d + 1e-6 * x.abs())).sum()).collect()
 }
 
-/// The one-token integer form (`IDOT`: `shaders/quantize.wgsl`, then `shaders/matvec.wgsl` with
+/// The one-token integer form (`shaders/quantize.wgsl`, then `shaders/matvec_idot.wgsl`:
 /// integer dot products) for every format that has it, in rows of 16-byte pieces (2048 weights:
 /// Q8_0 and Q6_K regrouped at load), alone, after RMSNorm, with SwiGLU, and both: within the
 /// bound of its 24-bit activations (`integer_bound`; SwiGLU's product adds |u| silu'(g) of the

@@ -101,7 +101,7 @@ fn every_kernel_composes_to_valid_wgsl_and_spirv() {
                     (8, 8, 1, 8, 2, true, false, 32, false, false, QuantOut::Off),
                     (128, 1, 2, 16, 1, true, true, 32, true, false, QuantOut::Off),
                     (16, 8, 1, 8, 2, false, false, 0, true, false, QuantOut::Off),
-                    // CPU adapters' form (XB: activations broadcast across a subgroup; BDOT where
+                    // CPU adapters' form (MatvecForm::Broadcast; BDOT where
                     // the format has a block dot product), NT 1 and 2, subgroups of 4 and 8.
                     (1, 1, 8, 32, 1, true, true, 4, false, false, QuantOut::Off),
                     (1, 2, 4, 32, 1, false, false, 8, false, false, QuantOut::Off),

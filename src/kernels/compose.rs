@@ -77,6 +77,9 @@ fn compose_inner(key: &PipelineKey) -> String {
     if key.kernel.is_attention() {
         s += include_str!("../../shaders/attention_params.wgsl");
     }
+    if key.kernel.reads_kv_cache() {
+        s += &unroll(include_str!("../../shaders/kv_cache.wgsl"), &consts(key));
+    }
     match key.geometry {
         Geometry::Fixed => {}
         Geometry::Rows { tpr, tokens, rpt, span, un, glu, sg, qout, .. } => {
@@ -177,7 +180,19 @@ fn compose_inner(key: &PipelineKey) -> String {
         s += &unroll(include_str!("../../shaders/linear.wgsl"), &shared);
         s += "\n";
     }
-    s + &unroll(key.kernel.source(), &consts(key))
+    // The matrix-vector kernel: the shared file, then its form's, the fragments that the
+    // forms' entry points share put in place of their `//@include` lines.
+    let source = match key.kernel {
+        Kernel::Matvec => {
+            let form = MatvecForm::of(key).source().lines().map(|line| match line.strip_prefix("//@include ") {
+                Some(name) => FRAGMENTS.iter().find(|f| f.0 == name.trim()).unwrap_or_else(|| panic!("{line}: no such fragment")).1.to_string(),
+                None => format!("{line}\n"),
+            });
+            format!("{}\n{}", key.kernel.source(), form.collect::<String>())
+        }
+        _ => key.kernel.source().to_string(),
+    };
+    s + &unroll(&source, &consts(key))
 }
 
 /// The compile-time constants of `key`'s geometry, by name (the bounds of `//@for` blocks).

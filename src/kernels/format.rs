@@ -32,7 +32,7 @@ pub struct Format {
     /// Its 16-byte pieces (the part of its file after `//@pieces`), if it has them.
     pub pieces: Option<Pieces>,
     /// Whether its pieces have the integer form (`pint`, `pab`; runs of 16 weights): the
-    /// matrix-vector kernel's `IDOT`.
+    /// matrix-vector kernel's integer form ([`super::MatvecForm::IntDot`]).
     pub int: bool,
     /// Whether it defines its own `dq4a` (a block's words loaded once per 32-column step;
     /// `DQ4A`: `formats/common.wgsl` then composes the general one out).

@@ -19,7 +19,7 @@ pub enum Geometry {
         tokens: u32,
         /// Rows per thread (each load of the activations serves them all).
         rpt: u32,
-        /// Weights a thread decodes at once (a multiple of 4): see `shaders/matvec.wgsl`.
+        /// Weights a thread decodes at once (a multiple of 4): see `shaders/matvec_rows.wgsl`.
         span: u32,
         /// Spans (with `wide`: 16-byte pieces) a thread loads before using any (`UN` in
         /// `shaders/matvec.wgsl`).
@@ -36,7 +36,7 @@ pub enum Geometry {
         /// weights a second time, after the others. Ignored for formats without pieces.
         wide: bool,
         /// With `wide` and one token: the activations as `shaders/quantize.wgsl`'s 24-bit
-        /// integers, multiplied by integer dot products (`IDOT` in `shaders/matvec.wgsl`; formats
+        /// integers, multiplied by integer dot products ([`MatvecForm::IntDot`], `shaders/matvec_idot.wgsl`; formats
         /// with [`Format::int`]); the kernel then binds them after the weights' second view. With
         /// `norm`, they are of the raw row times the norm weights and the kernel divides by the
         /// RMS itself (`INORM`).

@@ -1,6 +1,7 @@
-//! The matrix-vector kernel (`shaders/matvec.wgsl`, through `shaders/linear.wgsl`): its
-//! workgroup shapes and the constants of its forms (span or 16-byte pieces, integer dot
-//! products, a CPU adapter's row a thread). Which form an op takes is [`crate::linear`]'s.
+//! The matrix-vector kernel: its forms ([`MatvecForm`], a WGSL file each after the shared
+//! `shaders/matvec.wgsl`, composed through `shaders/linear.wgsl`), their workgroup shapes and the
+//! constants of each form's variations (span or 16-byte pieces, the decode fusions). Which form
+//! and shape an op takes is [`crate::linear`]'s, by the defaults of [`crate::policy`].
 
 use super::*;
 
@@ -21,6 +22,71 @@ pub enum QuantOut {
 
 /// Rows per workgroup of the matrix-vector kernel with [`QuantOut`]: one 16-value half.
 pub const QUANT_OUT_ROWS: u32 = 16;
+
+/// The matrix-vector kernel's algorithms, one WGSL file each (after `shaders/matvec.wgsl`, the
+/// helpers and bindings they share; their `main`s begin and end with the fragments
+/// [`FRAGMENTS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatvecForm {
+    /// GPUs (`shaders/matvec_rows.wgsl`): a row's `tpr` threads side by side over its spans or
+    /// 16-byte pieces, their partial sums added by subgroup shuffles and in workgroup memory.
+    /// (CPU adapters without subgroups of 4 lanes take it too, a row group per invocation.)
+    Rows,
+    /// GPUs, one token (`shaders/matvec_idot.wgsl`): the rows' 16-byte pieces against the
+    /// activations as 24-bit integers (`shaders/quantize.wgsl`), by integer dot products.
+    IntDot,
+    /// CPU adapters (`shaders/matvec_broadcast.wgsl`): a row group per invocation, the
+    /// activations loaded across a subgroup's lanes and broadcast to all of them.
+    Broadcast,
+}
+
+impl MatvecForm {
+    /// The form a matrix-vector key composes: [`MatvecForm::IntDot`] where it asks for the
+    /// integer form and its format has it (with pieces), [`MatvecForm::Broadcast`] for a row
+    /// group per invocation over spans of 32 with subgroups that [`broadcasts`], else
+    /// [`MatvecForm::Rows`].
+    pub fn of(key: &PipelineKey) -> MatvecForm {
+        let Geometry::Rows { tpr, span, un, sg, wide, int, .. } = key.geometry else { unreachable!("a matrix-vector key") };
+        let format = key.format.map(Format::of);
+        let pieces = wide && format.is_some_and(|f| f.pieces.is_some());
+        if int && pieces && format.is_some_and(|f| f.int) {
+            MatvecForm::IntDot
+        } else if tpr == 1 && span == 32 && un == 1 && broadcasts(sg) && !pieces {
+            MatvecForm::Broadcast
+        } else {
+            MatvecForm::Rows
+        }
+    }
+
+    /// The form's WGSL file.
+    pub fn source(self) -> &'static str {
+        match self {
+            MatvecForm::Rows => include_str!("../../shaders/matvec_rows.wgsl"),
+            MatvecForm::IntDot => include_str!("../../shaders/matvec_idot.wgsl"),
+            MatvecForm::Broadcast => include_str!("../../shaders/matvec_broadcast.wgsl"),
+        }
+    }
+}
+
+impl std::fmt::Display for MatvecForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MatvecForm::Rows => "rows",
+            MatvecForm::IntDot => "idot",
+            MatvecForm::Broadcast => "broadcast",
+        })
+    }
+}
+
+/// The fragments the forms' `main`s share, by the name a `//@include NAME` line gives
+/// ([`crate::kernels::compose`]): the row group and its accumulators, a step's 16-byte pieces
+/// (the WIDE loops of the rows and integer forms), and the leftover weights with the row's sums
+/// joined and written.
+pub const FRAGMENTS: [(&str, &str); 3] = [
+    ("matvec_begin", include_str!("../../shaders/matvec_begin.wgsl")),
+    ("matvec_pieces", include_str!("../../shaders/matvec_pieces.wgsl")),
+    ("matvec_end", include_str!("../../shaders/matvec_end.wgsl")),
+];
 
 impl Geometry {
     /// `tpr` threads per row over `tokens` token vectors, spans of 4 weights, nothing fused.
@@ -79,7 +145,7 @@ pub fn matvec_lanes(tpr: u32, sg: u32) -> u32 {
 }
 
 /// Whether the matrix-vector kernel's CPU-adapter form (a row group per invocation) shares the
-/// activations' loads across subgroups of `sg` lanes (`XB` in `shaders/matvec.wgsl`): with 4 or
+/// activations' loads across subgroups of `sg` lanes ([`MatvecForm::Broadcast`]): with 4 or
 /// more lanes (so that a 32-column step's 8 vec4s take at most 2 loads a lane). The defaults
 /// that suit that form ([`matvec_workgroup`], [`crate::linear::rows_per_thread`],
 /// [`crate::policy::fused`]) ask here too.
@@ -87,21 +153,22 @@ pub fn broadcasts(sg: u32) -> bool {
     sg >= 4
 }
 
-/// The `//@if` and `//@for` constants of a matrix-vector key ([`Geometry::Rows`]).
+/// The `//@if` and `//@for` constants of a matrix-vector key ([`Geometry::Rows`]) for its
+/// [`MatvecForm`].
 pub(super) fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
-    let Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, wide, int, qout, half } = key.geometry else { unreachable!("a matrix-vector key") };
-    // WIDE: the format's runs per piece and vec4s per run.
-    // (Formats without pieces compose the span form.)
-    let (wide, runs, rj) = match (wide, key.format.and_then(|ty| Format::of(ty).pieces)) {
-        (true, Some(p)) => (1, p.runs, p.weights / p.runs / 4),
-        _ => (0, 0, 0),
+    let Geometry::Rows { tpr, tokens, rpt, span, un, norm, glu, sg, qout, half, .. } = key.geometry else { unreachable!("a matrix-vector key") };
+    let form = MatvecForm::of(key);
+    // WIDE: the format's runs per piece and vec4s per run (the integer form always; the rows
+    // form where the key asks and the format has pieces).
+    let pieces = key.format.and_then(|ty| Format::of(ty).pieces).filter(|_| matches!(key.geometry, Geometry::Rows { wide: true, .. }));
+    let (wide, runs, rj) = match pieces {
+        Some(p) => (1, p.runs, p.weights / p.runs / 4),
+        None => (0, 0, 0),
     };
-    let int = int && wide == 1 && key.format.is_some_and(|ty| Format::of(ty).int);
+    let int = form == MatvecForm::IntDot;
     assert!(!int || tokens == 1, "the integer matrix-vector form takes one token");
     // (QOUT only with the integer form: formats without it compose the plain f32 form.)
     let (qout, qnorm) = (int && qout != QuantOut::Off, int && qout == QuantOut::Norm);
-    // XB: matvec.wgsl's CPU-adapter form (activations loaded across a subgroup's lanes).
-    let xb = tpr == 1 && span == 32 && un == 1 && broadcasts(sg) && wide == 0;
     assert!(!qout || QUANT_OUT_ROWS % rpt == 0, "QOUT: rows per thread must divide 16");
     assert!(!half || (rpt % 2 == 0 && tokens == 1 && !qout && !glu), "HALF_ROWS: one token, rows per thread even, no QOUT or SwiGLU");
     vec![
@@ -120,11 +187,8 @@ pub(super) fn consts(key: &PipelineKey) -> Vec<(&'static str, u32)> {
         // WGRED: the rows' partial sums are joined in workgroup memory (more threads a
         // row than a subgroup's lanes; matvec.wgsl's LANES).
         ("WGRED", (tpr > matvec_lanes(tpr, sg)) as u32),
-        ("XB", xb as u32),
         ("XR", 8u32.div_ceil(sg.max(1))),
-        ("SPANS", (wide == 0 && !xb) as u32),
-        ("BDOT", (xb && key.format.is_some_and(|ty| Format::of(ty).bdot)) as u32),
-        ("IDOT", int as u32),
+        ("BDOT", (form == MatvecForm::Broadcast && key.format.is_some_and(|ty| Format::of(ty).bdot)) as u32),
         ("RUNS", runs),
         ("RJ", rj),
         ("UN", un),

@@ -9,8 +9,8 @@
 //! declarations for the geometry, then for weight kernels `shaders/formats/common.wgsl` and the
 //! format's file (its `dq4s` decoder: the only per-format code), then the kernel's file(s).
 //!
-//! A module per family, re-exported here: the matrix-vector kernel's shapes and forms
-//! (`matvec.rs`: [`matvec_workgroup`], [`QuantOut`]), the matrix-matrix tiles (`matmul.rs`:
+//! A module per family, re-exported here: the matrix-vector kernel's forms and shapes
+//! (`matvec.rs`: [`MatvecForm`], [`matvec_workgroup`], [`QuantOut`]), the matrix-matrix tiles (`matmul.rs`:
 //! [`Tile`], [`CpuTile`], [`CoopTile`]), attention's limits and shapes (`attention.rs`:
 //! [`MAX_SPLITS`]), the weight formats (`format.rs`: [`Format`]); `key.rs` the keys,
 //! `compose.rs` the WGSL of a key with its bindings numbered, `bind.rs` the bind group entries by
@@ -136,7 +136,9 @@ impl Kernel {
         Kernel::PickGreedy,
     ];
 
-    /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`]).
+    /// The kernel's own WGSL (without its format, geometry or shared bindings: see [`compose`];
+    /// the matrix-vector kernel's: what its forms share, each form's file after it,
+    /// [`MatvecForm::source`]).
     pub fn source(self) -> &'static str {
         match self {
             Kernel::Embed => include_str!("../../shaders/embed.wgsl"),
@@ -214,6 +216,12 @@ impl Kernel {
     /// [`crate::attention::AttentionParams`].
     pub fn is_attention(self) -> bool {
         matches!(self, Kernel::Attention | Kernel::AttentionCpu | Kernel::AttentionTiled | Kernel::AttentionDecode | Kernel::AttentionDecodeWide)
+    }
+
+    /// Whether the kernel reads or writes the KV cache, and so is composed with
+    /// `shaders/kv_cache.wgsl` (the cache's element types, f32 or f16 pairs by `KV16`).
+    pub fn reads_kv_cache(self) -> bool {
+        self == Kernel::RopeKv || self.is_attention()
     }
 
     /// Whether the kernel reads weights, and so is composed with a format file.
