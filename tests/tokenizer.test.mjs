@@ -90,3 +90,17 @@ test('unsupported tokenizers are named in the error', () => {
   assert.throws(() => fromGgufMetadata({ 'tokenizer.ggml.model': 'llama', 'tokenizer.ggml.tokens': ['a'] }), /tokenizer\.ggml\.scores/);
   assert.throws(() => fromGgufMetadata({ 'tokenizer.ggml.model': 'gpt2' }), /tokenizer\.ggml\.tokens/);
 });
+
+test("each family's template gives its end-of-turn token as a stop token", () => {
+  const expected = { 'qwen2.5': '<|im_end|>', qwen3: '<|im_end|>', smollm3: '<|im_end|>', 'phi-3.5': '<|end|>', 'gemma-2': '<end_of_turn>',
+                     'gemma-3': '<end_of_turn>', 'llama-3.2': '<|eot_id|>', 'granite-3.3': '<|end_of_text|>' };
+  // A vocabulary holding every family's markers as control tokens, eos elsewhere (id 0).
+  const markers = [...new Set(Object.values(expected))];
+  const tokens = ['<eos>', 'a', ...markers];
+  for (const c of fixture.chats) {
+    const tok = fromGgufMetadata({ 'tokenizer.ggml.model': 'gpt2', 'tokenizer.ggml.pre': 'gpt-2', 'tokenizer.ggml.tokens': tokens,
+                                   'tokenizer.ggml.token_type': tokens.map((t) => (t === 'a' ? 1 : 3)), 'tokenizer.ggml.merges': [],
+                                   'tokenizer.ggml.eos_token_id': 0, 'tokenizer.chat_template': c.template });
+    assert.deepEqual([...tok.stop].sort(), [0, tokens.indexOf(expected[c.name])].sort(), c.name);
+  }
+});
