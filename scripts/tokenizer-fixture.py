@@ -23,9 +23,14 @@ Usage (llama.cpp from the tree in .devcarry/llama-src.tar.xz of the main checkou
         scripts/tokenizer-reference.cpp -o /tmp/tokref BUILD/src/libllama.a \\
         BUILD/ggml/src/libggml.a BUILD/ggml/src/libggml-cpu.a BUILD/ggml/src/libggml-base.a -lpthread
     pip download --no-deps --no-binary :all: llama-cpp-python   # its sdist vendors llama.cpp
-    python3 scripts/tokenizer-fixture.py /tmp/tokref SDIST_DIR/vendor/llama.cpp/models/templates
+    python3 scripts/tokenizer-fixture.py /tmp/tokref SDIST_DIR/vendor/llama.cpp/models/templates \
+        [LLAMA_TOKENIZE]
+With LLAMA_TOKENIZE (llama.cpp's tool: cmake --build BUILD --target llama-tokenize, with
+-DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON), every string is also tokenized by it
+(`-f FILE --ids --parse-special`) and must give the same ids as tokenizer-reference.
 Needs gguf-py (pip install .whl/gguf-0.19.0-py3-none-any.whl) and jinja2.
 """
+import argparse
 import datetime
 import json
 import subprocess
@@ -93,7 +98,7 @@ MESSAGES = [
 # Files of llama.cpp's models/templates/ (and Gemma 3's), with the special-token values and any
 # extra variables the test passes to both renderers. strftime_now (Llama 3's and Granite's
 # "Today Date") is given the fixed date NOW in both, so that the prompts do not depend on the day.
-NOW = datetime.datetime(2024, 7, 26, 12, 0, 0)
+NOW = datetime.datetime(2024, 7, 26, 12, 0, 0, tzinfo=datetime.timezone.utc)
 TEMPLATES = [
     ("qwen2.5", "Qwen-Qwen2.5-7B-Instruct.jinja", "<|endoftext|>", "<|im_end|>", {}),
     ("qwen3", "Qwen-Qwen3-0.6B.jinja", "", "<|im_end|>", {}),
@@ -139,6 +144,15 @@ def llama_cpp(tool, request):
     return json.loads(out.stdout)
 
 
+def llama_tokenize_ids(binary, model, text):
+    """The ids `llama-tokenize --ids --parse-special` prints for text (read from a file, verbatim)."""
+    scratch = VARIANTS / "text.txt"
+    scratch.write_bytes(text.encode())
+    out = subprocess.run([binary, "-m", str(model), "-f", str(scratch), "--ids", "--parse-special", "--no-escape",
+                          "--log-disable"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def transformers_render(source, bos, eos, extra):
     """Renders as transformers' apply_chat_template does (its Jinja2 environment and globals)."""
     def raise_exception(message):
@@ -155,12 +169,23 @@ def transformers_render(source, bos, eos, extra):
 
 
 def main():
-    tool, templates_dir = sys.argv[1], Path(sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tokref", required=True, help="scripts/tokenizer-reference.cpp, built")
+    ap.add_argument("--templates", required=True, type=Path, help="llama.cpp's models/templates directory")
+    ap.add_argument("--llama-tokenize", help="llama.cpp's llama-tokenize, to cross-check the ids")
+    ap.add_argument("--chat-ref", help="scripts/chat-template-reference.cpp, built")
+    args = ap.parse_args()
+    tool, templates_dir, llama_tokenize = args.tokref, args.templates, args.llama_tokenize
     VARIANTS.mkdir(exist_ok=True)
     tokenizers = []
     for name, base, overrides, append in CASES:
         path = write_variant(name, base, overrides, append)
         ids = llama_cpp(tool, {"model": str(path), "texts": STRINGS})["ids"]
+        if llama_tokenize:
+            for text, expected in zip(STRINGS, ids):
+                got = llama_tokenize_ids(llama_tokenize, path, text)
+                if got != expected:
+                    sys.exit(f"{name}: llama-tokenize gives {got} for {text!r}, llama_tokenize {expected}")
         tokenizers.append({"name": name, "base": base, "overrides": overrides, "append": append, "ids": ids})
         print(f"{name}: {sum(map(len, ids))} tokens", file=sys.stderr)
     local = ROOT / "tests" / "fixtures" / "chat-templates"
@@ -168,11 +193,16 @@ def main():
     for name, file, bos, eos, extra in TEMPLATES:
         path = local / file if (local / file).exists() else templates_dir / file
         source = path.read_text()
-        chats.append({
+        chat = {
             "name": name, "file": file, "template": source, "bos_token": bos, "eos_token": eos, "extra": extra,
             "transformers": transformers_render(source, bos, eos, extra),
             "llama_cpp_builtin": llama_cpp(tool, {"template": source, "messages": MESSAGES})["prompt"],
-        })
+        }
+        if args.chat_ref:
+            now = int(NOW.timestamp())
+            chat["llama_cpp_jinja"] = llama_cpp(args.chat_ref, {"template": source, "bos_token": bos, "eos_token": eos,
+                                                                "now": now, "messages": MESSAGES})["prompt"]
+        chats.append(chat)
     fixture = {
         "about": "Made by scripts/tokenizer-fixture.py: llama.cpp's token ids (llama_tokenize, add_special and "
                  "parse_special on) and chat prompts for tests/tokenizer.test.mjs.",
