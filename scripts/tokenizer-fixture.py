@@ -53,6 +53,9 @@ DIGITS = {"tokenizer.ggml.tokens": ["12", "123", "45", "456", "78", "90"],
           "tokenizer.ggml.token_type": [1, 1, 1, 1, 1, 1],
           "tokenizer.ggml.merges": ["1 2", "12 3", "4 5", "45 6", "7 8", "9 0"]}
 
+PHI3_TOKENS = {"tokenizer.ggml.tokens": ["<|endoftext|>", "<|end|>", "<|user|>", "<|assistant|>"],
+               "tokenizer.ggml.token_type": [3, 3, 3, 3]}
+
 # (name, base GGUF relative to the repository root, metadata keys rewritten, arrays appended to)
 CASES = [
     ("smollm2", SMOLLM2, {}, {}),
@@ -65,6 +68,9 @@ CASES = [
     ("stories260K", STORIES, {}, {}),
     # Gemma's vocabularies: no space prefix.
     ("stories260K-no-space-prefix", STORIES, {"tokenizer.ggml.add_space_prefix": False}, {}),
+    # Phi-3's (llama.cpp knows them by general.name): whitespace after most special tokens is
+    # stripped. Phi-3's chat tokens are appended (llama.cpp looks <|endoftext|> up by name).
+    ("stories260K-as-phi-3", STORIES, {"general.name": "Phi-3 mini"}, PHI3_TOKENS),
 ]
 
 STRINGS = [
@@ -83,6 +89,7 @@ STRINGS = [
     "한국어 텍스트", "مرحبا بالعالم", "हिन्दी पाठ", "emoji 🦙🔥👍🏽 and 👨‍👩‍👧 family",
     "math: ∑ x² ≤ ∞ ± √2", "ＦＵＬＬ ｗｉｄｔｈ", "zero\u200bwidth", "a\u00a0b",
     "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n",
+    "<|user|>\nHi there<|end|>\n<|assistant|>\n  Hello<|end|>  \n", "<|endoftext|>  x",
     "<|endoftext|>text after<|endoftext|>", "<s>[INST] question [/INST] answer</s>",
     "</s>   spaces after", "<unk> unknown", "<|im_start|>", "not a token <|im_start",
     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "................", "!!!???...",
