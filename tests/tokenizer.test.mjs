@@ -56,6 +56,11 @@ for (const c of fixture.chats) {
     assert.ok(c.llama_cpp_builtin.length > 0, 'llama.cpp recognised the template');
     assert.ok(ours.endsWith(c.llama_cpp_builtin), `${JSON.stringify(ours)}\ndoes not end with\n${JSON.stringify(c.llama_cpp_builtin)}`);
   });
+  test(`${c.name} chat template: the prompt equals llama.cpp's Jinja rendering`, (t) => {
+    if (c.llama_cpp_jinja === undefined) { t.skip('SKIPPED: the fixture was made without --chat-ref (scripts/tokenizer-fixture.py)'); return; }
+    t.mock.timers.enable({ apis: ['Date'], now: new Date(fixture.now) });
+    assert.equal(renderTemplate(c.template, fixture.messages, { bos: c.bos_token, eos: c.eos_token, extra: c.extra }), c.llama_cpp_jinja);
+  });
 }
 
 test('stop tokens come from the GGUF (eos, eot) and the end-of-turn marker its template writes', (t) => {
