@@ -6,28 +6,36 @@ for tests/tokenizer.test.mjs to compare www/tokenizer.js with (CI does not build
    rewritten, no tensors: llama.cpp loads the vocabulary alone) is written with gguf-py into
    .tokenizer-variants/ (ignored by git), and scripts/tokenizer-reference.cpp tokenizes every
    string of STRINGS with llama_tokenize, the function llama.cpp's llama-tokenize tool calls
-   (`llama-tokenize --ids --parse-special`: the vocabulary's BOS rule, special tokens parsed).
+   (`llama-tokenize --ids`: the vocabulary's BOS rule, special tokens parsed).
 2. Chat prompts. Each family's chat template (the models' own Jinja templates, as llama.cpp's
    models/templates/ directory ships them, read from the llama-cpp-python sdist's vendored tree;
    Gemma 3's from tests/fixtures/chat-templates/) rendered for a two-turn conversation by
    (a) Jinja2 the way Hugging Face transformers' apply_chat_template renders it (sandboxed
    environment, trim_blocks and lstrip_blocks, raise_exception), the models' documented format,
-   and (b) llama.cpp's built-in formats (llama_chat_apply_template), which it picks by the
-   template's markers.
+   (b) llama.cpp's built-in formats (llama_chat_apply_template), which it picks by the
+   template's markers, and (c) with --chat-ref, llama.cpp's own Jinja engine
+   (common_chat_templates_apply, what llama-server --jinja prompts with).
 
-Usage (llama.cpp from the tree in .devcarry/llama-src.tar.xz of the main checkout; CPU only):
-    cmake -S LLAMA -B BUILD -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_COMMON=OFF \\
-        -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF \\
-        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF && cmake --build BUILD --target llama
-    g++ -O1 -std=c++17 -ILLAMA/include -ILLAMA/ggml/include -ILLAMA/vendor \\
-        scripts/tokenizer-reference.cpp -o /tmp/tokref BUILD/src/libllama.a \\
-        BUILD/ggml/src/libggml.a BUILD/ggml/src/libggml-cpu.a BUILD/ggml/src/libggml-base.a -lpthread
-    pip download --no-deps --no-binary :all: llama-cpp-python   # its sdist vendors llama.cpp
-    python3 scripts/tokenizer-fixture.py /tmp/tokref SDIST_DIR/vendor/llama.cpp/models/templates \
-        [LLAMA_TOKENIZE]
-With LLAMA_TOKENIZE (llama.cpp's tool: cmake --build BUILD --target llama-tokenize, with
--DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON), every string is also tokenized by it
-(`-f FILE --ids --parse-special`) and must give the same ids as tokenizer-reference.
+Usage (llama.cpp from the tree in .devcarry/llama-src.tar.xz of the main checkout; CPU only; the
+llama-tokenize target builds libllama and llama-common too, which the two small tools link):
+    cmake -S LLAMA -B BUILD -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF \\
+        -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \\
+        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF
+    cmake --build BUILD --target llama-tokenize -j2
+    LIBS="BUILD/common/libllama-common.a BUILD/common/libllama-common-base.a BUILD/src/libllama.a
+          BUILD/ggml/src/libggml.a BUILD/ggml/src/libggml-cpu.a BUILD/ggml/src/libggml-base.a
+          BUILD/vendor/cpp-httplib/libcpp-httplib.a -lpthread -ldl"
+    INC="-ILLAMA/include -ILLAMA/ggml/include -ILLAMA/vendor -ILLAMA/common"
+    g++ -O1 -std=c++17 $INC scripts/tokenizer-reference.cpp -o /tmp/tokref $LIBS
+    g++ -O1 -std=c++17 $INC scripts/chat-template-reference.cpp -o /tmp/chatref $LIBS
+    pip download --no-deps --no-binary :all: llama-cpp-python   # its sdist vendors llama.cpp's
+                                                                # models/templates/
+    python3 scripts/tokenizer-fixture.py --tokref /tmp/tokref --chat-ref /tmp/chatref \\
+        --llama-tokenize BUILD/bin/llama-tokenize \\
+        --templates SDIST_DIR/vendor/llama.cpp/models/templates
+--llama-tokenize: every string is also tokenized by llama.cpp's tool (`-f FILE --ids`: special
+tokens parsed, its default) and must give the same ids as tokenizer-reference.
+--chat-ref: records llama.cpp's own Jinja rendering of each template (tests skip it without).
 Needs gguf-py (pip install .whl/gguf-0.19.0-py3-none-any.whl) and jinja2.
 """
 import argparse
@@ -152,10 +160,10 @@ def llama_cpp(tool, request):
 
 
 def llama_tokenize_ids(binary, model, text):
-    """The ids `llama-tokenize --ids --parse-special` prints for text (read from a file, verbatim)."""
+    """The ids `llama-tokenize --ids` prints for text (read from a file, verbatim)."""
     scratch = VARIANTS / "text.txt"
     scratch.write_bytes(text.encode())
-    out = subprocess.run([binary, "-m", str(model), "-f", str(scratch), "--ids", "--parse-special", "--no-escape",
+    out = subprocess.run([binary, "-m", str(model), "-f", str(scratch), "--ids", "--no-escape",
                           "--log-disable"], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -207,12 +215,19 @@ def main():
         }
         if args.chat_ref:
             now = int(NOW.timestamp())
-            chat["llama_cpp_jinja"] = llama_cpp(args.chat_ref, {"template": source, "bos_token": bos, "eos_token": eos,
-                                                                "now": now, "messages": MESSAGES})["prompt"]
+            prompt = llama_cpp(args.chat_ref, {"template": source, "bos_token": bos, "eos_token": eos,
+                                               "now": now, "messages": MESSAGES})["prompt"]
+            # llama.cpp's strftime_now reads the clock, not the inputs' time: its date (the only
+            # part that depends on the day) becomes NOW's, in the formats these templates print.
+            today = datetime.datetime.now()
+            for fmt in ("%d %b %Y", "%B %d, %Y"):
+                prompt = prompt.replace(today.strftime(fmt), NOW.strftime(fmt))
+            chat["llama_cpp_jinja"] = prompt
         chats.append(chat)
     fixture = {
         "about": "Made by scripts/tokenizer-fixture.py: llama.cpp's token ids (llama_tokenize, add_special and "
-                 "parse_special on) and chat prompts for tests/tokenizer.test.mjs.",
+                 "parse_special on; with --llama-tokenize also checked against llama-tokenize) and chat prompts "
+                 "for tests/tokenizer.test.mjs.",
         "strings": STRINGS, "messages": MESSAGES, "now": NOW.isoformat(), "tokenizers": tokenizers, "chats": chats,
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -1,12 +1,12 @@
 // llama.cpp's own answers for the chat demo's tokenizer test (scripts/tokenizer-fixture.py):
 // token ids from llama_tokenize (the function llama.cpp's llama-tokenize tool wraps, with the
-// model's BOS rule and special tokens parsed, as `llama-tokenize --ids --parse-special` prints)
+// model's BOS rule and special tokens parsed, as `llama-tokenize --ids` prints)
 // and prompts from llama_chat_apply_template (llama.cpp's built-in chat formats).
 //
 // Reads one JSON request on stdin, writes one JSON answer on stdout:
 //   {"model": "x.gguf", "texts": ["..."]}                -> {"ids": [[1, 2], ...]}
 //   {"template": "...", "messages": [{"role", "content"}]} -> {"prompt": "..."} (empty on -1)
-// Build: see scripts/tokenizer-fixture.py.
+// Build: see scripts/tokenizer-fixture.py (links libllama and ggml).
 #include "llama.h"
 #include "nlohmann/json.hpp"
 
