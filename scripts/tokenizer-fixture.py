@@ -73,6 +73,7 @@ CASES = [
     ("smollm2-digits-as-gpt2", SMOLLM2, {"tokenizer.ggml.pre": "gpt-2"}, DIGITS),
     ("smollm2-digits-as-refact", SMOLLM2, {"tokenizer.ggml.pre": "refact"}, DIGITS),
     ("smollm2-digits-as-gpt-4o", SMOLLM2, {"tokenizer.ggml.pre": "gpt-4o"}, DIGITS),
+    ("smollm2-digits-as-default", SMOLLM2, {"tokenizer.ggml.pre": "default"}, DIGITS),
     ("stories260K", STORIES, {}, {}),
     # Gemma's vocabularies: no space prefix.
     ("stories260K-no-space-prefix", STORIES, {"tokenizer.ggml.add_space_prefix": False}, {}),

@@ -39,18 +39,21 @@ const llama3 = { pre: sequence(LLAMA3), ignoreMerges: true };
 const qwen2 = { pre: sequence(QWEN2) };
 const digitsThenGpt2 = { pre: sequence('\\p{N}', GPT2) };
 const gpt2 = { pre: sequence(GPT2) };
+// llama.cpp's fallback for a BPE vocabulary without tokenizer.ggml.pre (or "default"): punctuation
+// runs, GPT-2's split, digit runs, then digits in threes.
+const fallback = { pre: sequence('[\\p{P}\\$\\+<=>\\^~\\|]+', GPT2, '\\p{N}+', '[0-9][0-9][0-9]') };
 const PRE_TOKENIZERS = {
   'llama-bpe': llama3, llama3, 'llama-v3': llama3,   // Llama 3, SmolLM3
   qwen2, 'deepseek-r1-qwen': qwen2,                   // Qwen2/2.5/3
   smollm: digitsThenGpt2, refact: digitsThenGpt2,     // SmolLM/SmolLM2; Granite 3
   starcoder: digitsThenGpt2,
   'gpt-4o': { pre: sequence(GPT4O) },                 // Phi-4-mini
-  gpt2, 'gpt-2': gpt2,
+  gpt2, 'gpt-2': gpt2, default: fallback,
 };
 
 /** The tokenizer.json (model, pre-tokenizer, normalizer, decoder) of a "gpt2" GGUF vocabulary. */
 function bpeJson(meta, tokens, vocab) {
-  const pre = meta['tokenizer.ggml.pre'] || 'gpt2';
+  const pre = meta['tokenizer.ggml.pre'] || 'default';
   const entry = PRE_TOKENIZERS[pre];
   if (!entry) throw new Error(`tokenizer.ggml.pre ${JSON.stringify(pre)} is not supported by this demo (supported: ${Object.keys(PRE_TOKENIZERS).join(', ')})`);
   const merges = meta['tokenizer.ggml.merges'];
