@@ -6,7 +6,8 @@
 #      cargo test --target wasm32-unknown-unknown --test web --test web_gpu --test web_hardening
 #      (the runner is wasm-bindgen-test-runner, from .cargo/config.toml; flags in webdriver.json)
 #   2. the npm page test (tests/page.test.mjs): builds and packs the package, installs the tarball
-#      in a temp dir and checks the reference logits from a plain module page.
+#      in a temp dir and checks the reference logits from a plain module page; with it the chat
+#      demo's tokenizer test (tests/tokenizer.test.mjs: llama.cpp's token ids and chat prompts).
 # Exits non-zero on any failure; the last line counts tests: "test-web: N passed, M failed ...".
 #
 #   scripts/test-web.sh            both
@@ -56,9 +57,9 @@ if ((run_wasm)); then
 fi
 
 if ((run_page)); then
-    echo "[test-web] page test (tests/page.test.mjs)"
+    echo "[test-web] page test (tests/page.test.mjs) and the demo's tokenizer test (tests/tokenizer.test.mjs)"
     t0=$SECONDS
-    node --test --test-reporter=spec tests/page.test.mjs 2>&1 | tee "$LOG_DIR/page.log"
+    node --test --test-reporter=spec tests/page.test.mjs tests/tokenizer.test.mjs 2>&1 | tee "$LOG_DIR/page.log"
     rc=${PIPESTATUS[0]}
     p=$(sed -nE 's/^[^a-z]*pass ([0-9]+).*/\1/p' "$LOG_DIR/page.log" | tail -n 1)
     f=$(sed -nE 's/^[^a-z]*fail ([0-9]+).*/\1/p' "$LOG_DIR/page.log" | tail -n 1)

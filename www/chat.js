@@ -1,5 +1,6 @@
 // The chat page: loads a GGUF (the default SmolLM2 model or a file) with createLlama from a Blob,
-// builds the tokenizer and chat template from the file's metadata (www/tokenizer.js), and streams
+// builds the tokenizer and chat template from the file's metadata (www/tokenizer.js: the GGUF
+// tokenizers of the llama, qwen2, qwen3, phi3, gemma, smollm3 and granite families), and streams
 // greedy replies token by token with tokens per second. The KV cache is reused across turns: each
 // turn runs only the tokens after the prefix the cache already holds.
 // URL parameters (scripts/demo.mjs, tests/page.test.mjs): ?model=URL&q=QUESTION&n=MAX_NEW&autorun=1
@@ -47,7 +48,12 @@ async function loadModel(blob, name) {
     if (state.llama) { state.llama.dispose(); state.llama = null; }
     const device = await getDevice();
     status(`Reading ${name} (${mib(blob.size)})`);
-    const tok = fromGgufMetadata(await readMetadata(blob));
+    let tok;
+    try {
+      tok = fromGgufMetadata(await readMetadata(blob));
+    } catch (e) {
+      throw new Error(`${name}: ${e.message}`, { cause: e });
+    }
     if (!tok.hasTemplate) throw new Error(`${name} has no tokenizer.chat_template: not a chat model`);
     const t0 = performance.now();
     const llama = await createLlama(device, blob, { contextLength: 2048, onProgress: (p) => {
@@ -96,7 +102,7 @@ async function ask(question) {
   out.classList.add('pending');
   try {
     state.messages.push({ role: 'user', content: question });
-    const promptIds = tok.encode(tok.chat(state.messages));
+    const promptIds = tok.chatIds(state.messages);
     let keep = 0;
     while (keep < state.cached.length && keep < promptIds.length - 1 && state.cached[keep] === promptIds[keep]) keep++;
     const maxNew = Math.max(1, Number($('max-new').value) || 128);
