@@ -185,7 +185,7 @@ async fn run_case_on(case: &Case, dev: &JsValue) -> f32 {
     assert_eq!(sg, expected_subgroup(dev), "{}: config.subgroupSize", case.name);
     let (prompt, greedy) = (case.prompt(), case.greedy());
     assert_eq!(config_u32(&llama, "vocab") as usize, case.vocab(), "{}: vocab", case.name);
-    assert_eq!(js_get(&js_get(&llama, "config"), "architecture").as_string().as_deref(), Some("llama"), "{}: config.architecture", case.name);
+    assert_eq!(js_get(&js_get(&llama, "config"), "architecture").as_string().as_deref(), Some(case.architecture()), "{}: config.architecture", case.name);
     let p = prompt.len();
     let mut worst = 0f32;
     let mut check = |i: usize, got: &[f32]| {
@@ -256,6 +256,15 @@ async fn reference_stories260k_pad256_q4_k_m() {
 #[wasm_bindgen_test]
 async fn reference_every_other_stories260k_case() {
     for c in &OTHERS {
+        run_case(c).await;
+    }
+}
+
+/// Every model family the GPU engine runs (Qwen2, Qwen3, Qwen3-MoE, Phi-3, SmolLM3, Granite),
+/// against llama.cpp's logits.
+#[wasm_bindgen_test]
+async fn reference_every_gpu_family_case() {
+    for c in &FAMILIES {
         run_case(c).await;
     }
 }

@@ -84,6 +84,29 @@ pub const OTHERS: [Case; 7] = [
     case!("stories260K-pad256-q8_0", "stories260K-pad256-Q8_0.gguf"),
 ];
 
+/// A model family's case: llama.cpp's logits in `tests/families/`, the model generated into
+/// `.families/` by `scripts/families.sh` (the build fails if it is missing).
+macro_rules! family_case {
+    ($name:literal, $model:literal) => {
+        Case {
+            name: $name,
+            model: include_bytes!(concat!("../../.families/", $model)),
+            json: include_str!(concat!("../families/", $name, ".json")),
+            logits: include_bytes!(concat!("../families/", $name, ".logits.f32")),
+        }
+    };
+}
+
+/// The F32 case of every family the GPU engine runs besides llama (`Family::gpu_ready`).
+pub const FAMILIES: [Case; 6] = [
+    family_case!("qwen2-f32", "qwen2-f32.gguf"),
+    family_case!("qwen3-f32", "qwen3-f32.gguf"),
+    family_case!("qwen3moe-f32", "qwen3moe-f32.gguf"),
+    family_case!("phi3-f32", "phi3-f32.gguf"),
+    family_case!("smollm3-f32", "smollm3-f32.gguf"),
+    family_case!("granite-f32", "granite-f32.gguf"),
+];
+
 /// Largest allowed |logit - reference| at any position.
 pub const TOLERANCE: f32 = 2e-3;
 /// The same with `kvType: 'f16'`, as tests/reference.rs (keys and values rounded to f16 move the
@@ -104,6 +127,11 @@ pub fn number(json: &str, key: &str) -> usize {
 }
 
 impl Case {
+    /// The GGUF architecture of the case's model (`llama` unless its json says otherwise).
+    pub fn architecture(&self) -> &str {
+        self.json.split("\"architecture\"").nth(1).and_then(|r| r.split('"').nth(1)).unwrap_or("llama")
+    }
+
     pub fn check_model_name(&self) {
         let file = self.json.split("\"model\"").nth(1).and_then(|r| r.split('"').nth(1)).unwrap();
         assert!(self.model.len() > 1000 && !file.is_empty(), "{}: bad case", self.name);
