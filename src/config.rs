@@ -12,7 +12,7 @@
 
 use crate::error::{Error, Result};
 pub use crate::family::{Family, FamilyParams};
-use crate::gguf::Gguf;
+use crate::gguf::{meta_f32, meta_u32, Gguf};
 
 /// The most experts and the largest top-k the `moe_select` kernel handles.
 pub const MAX_EXPERTS: u32 = 256;
@@ -114,26 +114,6 @@ pub struct Config {
     pub architecture: Family,
     /// What the family adds to llama's forward pass (all off for llama).
     pub family: FamilyParams,
-}
-
-pub(crate) fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
-    match g.get(key) {
-        None => Ok(None),
-        Some(v) => match v.as_u64() {
-            Some(x) if x <= u32::MAX as u64 => Ok(Some(x as u32)),
-            _ => Err(Error::Config(format!("{key} must be a non-negative integer below 2^32, found {v}"))),
-        },
-    }
-}
-
-pub(crate) fn meta_f32(g: &Gguf, key: &str) -> Result<Option<f32>> {
-    match g.get(key) {
-        None => Ok(None),
-        Some(v) => match v.as_f64() {
-            Some(x) if x.is_finite() => Ok(Some(x as f32)),
-            _ => Err(Error::Config(format!("{key} must be a finite number, found {v}"))),
-        },
-    }
 }
 
 /// A per-layer hyperparameter as llama.cpp's `get_key_or_arr` reads it: one number, or an array
@@ -294,7 +274,17 @@ impl Config {
             architecture,
             family: FamilyParams::default(),
         };
-        cfg.family = FamilyParams::read(g, &cfg)?;
+        let dims = crate::family::Dims {
+            d: cfg.d,
+            n_layers: cfg.n_layers,
+            n_heads: cfg.n_heads,
+            head_dim: cfg.head_dim,
+            n_rot: cfg.n_rot,
+            train_ctx: cfg.train_ctx,
+            theta: cfg.theta,
+            rope_scale: cfg.rope_scale,
+        };
+        cfg.family = FamilyParams::read(g, cfg.architecture, &dims)?;
         cfg.check_tensors(g)?;
         Ok(cfg)
     }

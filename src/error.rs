@@ -19,8 +19,9 @@ pub enum Error {
     /// A tensor of a GGML type this crate does not handle: its id and ggml's name for it
     /// ([`crate::ggml::GgmlType::name_of`]).
     UnsupportedType { tensor: String, ggml_type: u32, name: &'static str },
-    /// `general.architecture` is none of [`crate::family::Family::ALL`].
-    UnsupportedArchitecture(String),
+    /// `general.architecture` (`found`) is none of the recognised ones (`supported`, comma-separated:
+    /// `Family::ALL`).
+    UnsupportedArchitecture { found: String, supported: String },
     /// Hyperparameters that do not make a LLaMA model (or exceed the engine's limits).
     Config(String),
     /// A tensor the config needs is absent.
@@ -63,11 +64,9 @@ impl fmt::Display for Error {
             ),
             Error::Malformed(m) => write!(f, "malformed GGUF: {m}"),
             Error::UnsupportedType { tensor, ggml_type, name } => write!(f, "tensor {tensor} has unsupported type {name} ({ggml_type})"),
-            Error::UnsupportedArchitecture(a) => write!(
-                f,
-                "WebGPU path: unsupported architecture {a:?} (general.architecture); supported: {}",
-                crate::family::Family::supported_list()
-            ),
+            Error::UnsupportedArchitecture { found, supported } => {
+                write!(f, "WebGPU path: unsupported architecture {found:?} (general.architecture); supported: {supported}")
+            }
             Error::Config(m) => write!(f, "WebGPU path: {m}"),
             Error::MissingTensor(t) => write!(f, "missing tensor {t}"),
             Error::TensorShape { tensor, expected, found } => write!(f, "tensor {tensor} has {found}, expected {expected}"),

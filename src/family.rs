@@ -6,9 +6,8 @@
 //! forward pass (the GPU's and [`crate::reference`]'s) branches on a few flags, not on names.
 //! [`Family::gpu_ready`] is the one predicate that says which families the GPU engine runs.
 
-use crate::config::{meta_f32, meta_u32, Config};
 use crate::error::{Error, Result};
-use crate::gguf::{Gguf, Value};
+use crate::gguf::{meta_f32, meta_u32, Gguf, Value};
 
 /// A GGUF `general.architecture` this crate recognises.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -67,7 +66,10 @@ impl Family {
     /// # Errors
     /// [`Error::UnsupportedArchitecture`] for any other string (its message lists [`Family::ALL`]).
     pub fn from_name(arch: &str) -> Result<Family> {
-        Family::ALL.into_iter().find(|f| f.name() == arch).ok_or_else(|| Error::UnsupportedArchitecture(arch.to_string()))
+        Family::ALL
+            .into_iter()
+            .find(|f| f.name() == arch)
+            .ok_or_else(|| Error::UnsupportedArchitecture { found: arch.to_string(), supported: Family::supported_list() })
     }
 
     /// The recognised architectures, comma-separated (for messages).
@@ -219,9 +221,38 @@ fn in_block0(g: &Gguf, suffix: &str) -> bool {
     g.tensor(&format!("blk.0.{suffix}")).is_some()
 }
 
+/// The llama hyperparameters a family's features are read and checked against (already read
+/// into the [`crate::Config`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Dims {
+    /// Width.
+    pub d: u32,
+    /// Blocks.
+    pub n_layers: u32,
+    /// Query heads.
+    pub n_heads: u32,
+    /// Head dim.
+    pub head_dim: u32,
+    /// RoPE dims per head.
+    pub n_rot: u32,
+    /// Trained context.
+    pub train_ctx: u32,
+    /// RoPE base of the global layers.
+    pub theta: f32,
+    /// Linear RoPE scaling of the global layers.
+    pub rope_scale: f32,
+}
+
+impl Dims {
+    /// Query width: heads x head dim.
+    pub fn q_dim(&self) -> u32 {
+        self.n_heads * self.head_dim
+    }
+}
+
 impl FamilyParams {
-    /// Reads the family-specific features of `cfg.architecture` from `g`, given the shapes
-    /// already read into `cfg` (whose `family` is still the default).
+    /// Reads the family-specific features of `family` from `g`, given the shapes already read
+    /// (`cfg`).
     ///
     /// # Errors
     /// [`Error::Config`] for values out of range (a sliding-window pattern array whose length is
@@ -229,8 +260,7 @@ impl FamilyParams {
     /// the family asserts against (Qwen2/3: RoPE over the whole head; Qwen2: query width = model
     /// width), and for tensors the family may carry that this crate does not compute
     /// (`output.bias`, k or v biases without q's).
-    pub fn read(g: &Gguf, cfg: &Config) -> Result<FamilyParams> {
-        let family = cfg.architecture;
+    pub fn read(g: &Gguf, family: Family, cfg: &Dims) -> Result<FamilyParams> {
         let key = |k: &str| format!("{family}.{k}");
         let p = FamilyParams { rope_neox: family.rope_neox(), ..FamilyParams::default() };
         if family == Family::Llama {

@@ -459,3 +459,31 @@ fn check_overlap(tensors: &[TensorInfo]) -> Result<()> {
     }
     Ok(())
 }
+
+/// The metadata value `key` as a u32 (`None` when absent).
+///
+/// # Errors
+/// [`Error::Config`] when it is not a non-negative integer below 2^32.
+pub(crate) fn meta_u32(g: &Gguf, key: &str) -> Result<Option<u32>> {
+    match g.get(key) {
+        None => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(x) if x <= u32::MAX as u64 => Ok(Some(x as u32)),
+            _ => Err(Error::Config(format!("{key} must be a non-negative integer below 2^32, found {v}"))),
+        },
+    }
+}
+
+/// The metadata value `key` as an f32 (`None` when absent).
+///
+/// # Errors
+/// [`Error::Config`] when it is not a finite number.
+pub(crate) fn meta_f32(g: &Gguf, key: &str) -> Result<Option<f32>> {
+    match g.get(key) {
+        None => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(x) if x.is_finite() => Ok(Some(x as f32)),
+            _ => Err(Error::Config(format!("{key} must be a finite number, found {v}"))),
+        },
+    }
+}

@@ -86,7 +86,7 @@ fn tiny_model_is_valid() {
 #[test]
 fn unknown_architecture_lists_the_supported_ones() {
     let e = config_err(&tiny(&[("general.architecture", Value::Str("mamba".into()))], ""));
-    assert!(matches!(e, Error::UnsupportedArchitecture(_)));
+    assert!(matches!(e, Error::UnsupportedArchitecture { .. }));
     assert_eq!(
         e.to_string(),
         "WebGPU path: unsupported architecture \"mamba\" (general.architecture); supported: llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3, smollm3, granite"
