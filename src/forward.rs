@@ -65,8 +65,7 @@ impl fmt::Display for Fusion {
             (self.quant_out_glu, "quant out after swiglu"),
         ];
         let on: Vec<&str> = names.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
-        f.write_str(if on.is_empty() { "none" } else { "" })?;
-        f.write_str(&on.join(", "))
+        f.write_str(if on.is_empty() { "none".into() } else { on.join(", ") }.as_str())
     }
 }
 
@@ -139,6 +138,8 @@ fn ffn_width(cfg: &Config) -> u32 {
 pub fn build(b: &mut Builder, cfg: &Config, weights: &Weights, a: &Activations, fusion: Fusion, kv_bytes: u64) {
     b.embed(&weights.embd, &a.tokens, &a.x, cfg.family.embd_scale);
     let mut carry = Derived::default();
+    // SmolLM3's NoPE layers rotate no dims.
+    let no_rope = Config { n_rot: 0, ..cfg.clone() };
     for (l, lw) in weights.layers.iter().enumerate() {
         // The op after this layer reads the residual stream through its RMSNorm.
         let next = match weights.layers.get(l + 1) {
@@ -146,8 +147,6 @@ pub fn build(b: &mut Builder, cfg: &Config, weights: &Weights, a: &Activations, 
             None => Reader { m: Some(&weights.output), norm: &weights.out_norm },
         };
         let caches = (b.storage("k cache", kv_bytes), b.storage("v cache", kv_bytes));
-        // SmolLM3's NoPE layers rotate no dims.
-        let no_rope = Config { n_rot: 0, ..cfg.clone() };
         let cfg_l = if cfg.family.uses_rope(l as u32) { cfg } else { &no_rope };
         carry = layer(b, cfg_l, lw, a, fusion, &caches, carry, next);
     }
