@@ -1,6 +1,7 @@
 // attention: causal GQA softmax attention of a batch of tokens (positions pos0 .. pos0 + n)
 // against the KV cache (positions 0 .. pos0 + n, the batch's keys already written by rope_kv):
-// o_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t over t <= the query's position, query
+// o_h = sum_t softmax_t(q_h . k_t / sqrt(head_dim)) v_t over t <= the query's position (and in
+// its sliding window, `first_key`; scores soft-capped by `capped`: attention_params.wgsl), query
 // head h reading KV head h / (n_heads / n_kv) (Vaswani et al. 2017; Ainslie et al. 2023), computed
 // tile by tile of keys with an online softmax (FlashAttention, Dao et al. 2022) and optionally
 // split over the keys (flash-decoding: partial results combined by attention_combine.wgsl, or
@@ -46,10 +47,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let t = row / g;
   let h = kvh * g + row % g;
   let qpos = st.pos0 + t;
-  // Keys this workgroup needs, and this split's share (whole tiles).
+  // Keys this workgroup needs (from the tile of the first its first row sees), and this
+  // split's share (whole tiles).
   let kall = st.pos0 + (min(wg.x * BQ + BQ, rows) - 1u) / g + 1u;
-  let per = ((kall + nwg.z - 1u) / nwg.z + BKV - 1u) / BKV * BKV;
-  let kbeg = wg.z * per;
+  let klo = first_key(st.pos0 + wg.x * BQ / g) / BKV * BKV;
+  let per = ((kall - klo + nwg.z - 1u) / nwg.z + BKV - 1u) / BKV * BKV;
+  let kbeg = klo + wg.z * per;
   let kend = min(kall, kbeg + per);
   var q = array<f32, DPT>();
   var acc = array<f32, DPT>();
@@ -102,7 +105,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       var s = 0.0;
       for (var e = 0u; e < TPQ; e++) { s += S[ro + e * BKV + j]; }
       let key = kb + j;
-      S[ro + j] = select(NEG, s, key <= qpos && key < kend);
+      S[ro + j] = select(NEG, capped(s), key <= qpos && key >= first_key(qpos) && key < kend);
     }
     workgroupBarrier();
     var mt = m;

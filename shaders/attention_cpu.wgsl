@@ -60,7 +60,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
   var m$i = NEG;
   var z$i = 0.0;
   //@end
-  for (var kb = 0u; kb < kend; kb += BK) {
+  // From the block of the first key the workgroup's first row sees (a sliding window's).
+  for (var kb = first_key(st.pos0 + r0 / g) / BK * BK; kb < kend; kb += BK) {
     // Keys past kend read the last key (in bounds) and are masked like those past qpos.
     //@if !SG
     //@for j < BK
@@ -90,16 +91,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) l: vec3u
     s$i_$j += dot(q$i_$d, kv$d_$j);
     //@end
     //@end
-    // Key 0 is in every row's first block, so mt is finite and a masked key's weight is 0.
+    // A masked key's weight is 0 (a sliding window can mask a row's whole first blocks: mt is
+    // then NEG too).
     var mt$i = m$i;
     //@for j < BK
-    s$i_$j = select(NEG, s$i_$j, kb + $ju <= qpos$i);
+    s$i_$j = select(NEG, capped(s$i_$j), kb + $ju <= qpos$i && kb + $ju >= first_key(qpos$i));
     mt$i = max(mt$i, s$i_$j);
     //@end
     let corr$i = exp(m$i - mt$i);
     z$i *= corr$i;
     //@for j < BK
-    let e$i_$j = exp(s$i_$j - mt$i);
+    let e$i_$j = select(0.0, exp(s$i_$j - mt$i), s$i_$j > 0.5 * NEG);
     z$i += e$i_$j;
     //@end
     m$i = mt$i;

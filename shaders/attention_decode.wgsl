@@ -55,10 +55,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let j = l.x;
   let kvd = p.n_kv * HD;
   let h0 = kvh * GQ + wg.x * G;
-  // This split's keys (whole chunks of KC).
+  // This split's keys (whole chunks of KC, from the first in the sliding window).
   let kall = st.pos0 + 1u;
-  let per = ((kall + nwg.z - 1u) / nwg.z + KC - 1u) / KC * KC;
-  let kbeg = wg.z * per;
+  let klo = first_key(st.pos0);
+  let per = ((kall - klo + nwg.z - 1u) / nwg.z + KC - 1u) / KC * KC;
+  let kbeg = klo + wg.z * per;
   let kend = min(kall, kbeg + per);
   for (var i = j; i < G * HD / 4u; i += KC) {
     let g = i / (HD / 4u);
@@ -126,6 +127,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
       }
     }
 //@end
+    for (var g = 0u; g < G; g++) { s[g] = capped(s[g]); }
     // 2. The chunk's max per head (a tree over the threads' keys, in O's x), folded into each
     // head's state; key j's weights, and their sum (another tree). A loop over the KC scores
     // in every thread instead waits on workgroup memory KC times per head.

@@ -45,10 +45,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let j = l.x;
   let kvd4 = p.n_kv * H4;
   let h0 = kvh * GQ + wg.x * G;
-  // This split's keys (whole chunks of KC).
+  // This split's keys (whole chunks of KC, from the first in the sliding window).
   let kall = st.pos0 + 1u;
-  let per = ((kall + nwg.z - 1u) / nwg.z + KC - 1u) / KC * KC;
-  let kbeg = wg.z * per;
+  let klo = first_key(st.pos0);
+  let per = ((kall - klo + nwg.z - 1u) / nwg.z + KC - 1u) / KC * KC;
+  let kbeg = klo + wg.z * per;
   let kend = min(kall, kbeg + per);
   let kk = j / TPK; // scoring: key kk of a chunk, slice sl
   let sl = j % TPK;
@@ -92,6 +93,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
     var w = array<f32, G>();
     for (var g = 0u; g < G; g++) {
       for (var x = 1u; x < TPK; x <<= 1u) { s[g] += subgroupShuffleXor(s[g], x); }
+      s[g] = capped(s[g]);
     }
     if (OWNED) {
       // Each subgroup's own online softmax over its keys: no barrier.

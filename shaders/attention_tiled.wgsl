@@ -103,7 +103,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   var m = NEG;
   var lsum = 0.0;
   var acc = array<vec4<f32>, 4u * CPT>();
-  for (var kb = 0u; kb < kend; kb += BKV) {
+  // From the tile of the first key its first row sees (a sliding window's).
+  for (var kb = first_key(st.pos0 + wg.x * BQ / g) / BKV * BKV; kb < kend; kb += BKV) {
     for (var i = li; i < BKV * HD4; i += 128u) {
       let j = i / HD4;
       let c = i % HD4;
@@ -127,7 +128,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       let qpos = st.pos0 + tok[r];
       for (var j = 0u; j < KPT; j++) {
         let key = kb + kg + 8u * j;
-        S[(4u * rg + r) * SS + kg + 8u * j] = select(NEG, s[r * KPT + j] * p.scale, key <= qpos && key < kend);
+        S[(4u * rg + r) * SS + kg + 8u * j] = select(NEG, capped(s[r * KPT + j] * p.scale), key <= qpos && key >= first_key(qpos) && key < kend);
       }
     }
     workgroupBarrier();

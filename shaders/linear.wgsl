@@ -12,7 +12,8 @@
 // the logits after the last token alone; it reads X row n - 1 and writes Y row 0). `eps`: the
 // RMSNorm epsilon of matvec's fused norm (NORM).
 // `scale` multiplies W X before it is stored or added (Granite's residual and logit multipliers).
-struct Linear { rows: u32, cols: u32, x_stride: u32, y_stride: u32, y0: u32, accumulate: u32, last_only: u32, eps: f32, scale: f32, _a: u32, _b: u32, _c: u32 };
+// `gelu` = 1: matvec.wgsl's fused GLU is GEGLU (activation.wgsl), else SwiGLU.
+struct Linear { rows: u32, cols: u32, x_stride: u32, y_stride: u32, y0: u32, accumulate: u32, last_only: u32, eps: f32, scale: f32, gelu: u32, _b: u32, _c: u32 };
 @bind var<uniform> p: Linear;
 @bind var<uniform> st: Step;
 @bind var<storage, read> W: array<u32>;

@@ -25,7 +25,8 @@
 //   (the row's threads read all of x between them), instead of reading rmsnorm.wgsl's output.
 //   (The integer form's norm is its INORM: matvec_idot.wgsl.) SS = NORM or INORM.
 // GLU = 1: W is [gate; up] (2 * p.rows rows); row r of the output is
-//   silu(gate_r . x) * (up_r . x) (SwiGLU), the two rows sharing each load of x.
+//   act(gate_r . x) * (up_r . x) (SwiGLU, or GEGLU with p.gelu), the two rows sharing each load
+//   of x.
 //@if HALF_ROWS
 // HALF_ROWS = 1 (linear::AT_POSITION16: the value projection into an f16 V cache, Y a u32 view):
 // a thread's rows row .. row + RPT of token i, y, go into Y's row pos0 + i as f16 halves, rows r
@@ -78,7 +79,7 @@ var<workgroup> part_ss: array<array<f32, NT>, WG>;
 //@end
 
 // A row's output from its sums: s = W x, u = the up row's (GLU), ss = x . x (SS): divided by
-// the RMS of x (SS), then silu(s) u (GLU).
+// the RMS of x (SS), then act(s) u (GLU: SiLU, or GELU with p.gelu, activation.wgsl).
 fn finish(s: f32, u: f32, ss: f32) -> f32 {
   var inv = 1.0;
 //@if SS
@@ -86,7 +87,7 @@ fn finish(s: f32, u: f32, ss: f32) -> f32 {
 //@end
   var v = s * inv;
 //@if GLU
-  v = v / (1.0 + exp(-v)) * (u * inv);
+  v = gated(v, u * inv, p.gelu != 0u);
 //@end
   return v;
 }

@@ -79,12 +79,14 @@ pub struct AttentionParams {
     pub q_stride: u32,
     /// Floats per token row of the output.
     pub o_stride: u32,
-    /// 1 / sqrt(head_dim).
+    /// Score scale: 1 / sqrt(head_dim), or the family's ([`crate::FamilyParams::attn_scale`]).
     pub scale: f32,
     /// RoPE pairs rotated per head (`n_rot / 2`; read by `attention_decode.wgsl` with RoPE fused in).
     pub rot: u32,
-    /// Padding to 32 bytes.
-    pub pad: [u32; 2],
+    /// Score soft-cap `c` (scores become `c tanh(s / c)`; Gemma 2), 0 for none.
+    pub softcap: f32,
+    /// Sliding window in positions (keys at `qpos - window` and before are masked), 0 for none.
+    pub window: u32,
 }
 
 /// `struct P` of `shaders/combine_io.wgsl` (both combine kernels').
@@ -359,6 +361,16 @@ pub fn tickets_at(cfg: &Config) -> u32 {
 /// natively on Vulkan only; the browser's GPUs take the same default.)
 pub const PREFETCH_MAX_HD: u32 = 64;
 
+/// Layer `layer`'s sliding window for [`AttentionIo::window`]: the family's window on its
+/// sliding-window layers ([`crate::FamilyParams::is_swa`]), else 0 (every earlier key).
+pub fn window(cfg: &Config, layer: u32) -> u32 {
+    if cfg.family.is_swa(layer) {
+        cfg.family.sliding_window
+    } else {
+        0
+    }
+}
+
 /// Bytes of the partial-results buffer attention's key splits need: the partials, then one
 /// ticket (a u32, zero between dispatches) per query head ([`fuses_combine`]'s head groups are
 /// fewer).
@@ -393,6 +405,10 @@ pub struct AttentionIo<'a> {
     /// With `rope`: one-token batches' value projection wrote the token's value into `v_cache`
     /// itself ([`crate::linear::Fuse::cache_row`]; `qkv`'s v columns are not written then).
     pub v_cached: bool,
+    /// The layer's sliding window in positions ([`crate::FamilyParams::is_swa`] layers'
+    /// [`crate::FamilyParams::sliding_window`]), 0 for none: a query at position p sees the keys
+    /// at `p - window + 1 ..= p`.
+    pub window: u32,
 }
 
 impl Builder<'_> {
@@ -412,7 +428,8 @@ impl Builder<'_> {
             o_stride: q_dim,
             scale: cfg.family.attn_scale.unwrap_or(1.0 / (cfg.head_dim as f32).sqrt()),
             rot: cfg.n_rot / 2,
-            pad: [0; 2],
+            softcap: cfg.family.attn_softcap,
+            window: io.window,
         };
         let p = self.uniform("attention", &params);
         let step = self.step.clone();

@@ -4,7 +4,6 @@
 //!
 //! A family is a [`Family`] value and a [`FamilyParams`] whose defaults are llama's, so the
 //! forward pass (the GPU's and [`crate::reference`]'s) branches on a few flags, not on names.
-//! [`Family::gpu_ready`] is the one predicate that says which families the GPU engine runs.
 
 use crate::error::{Error, Result};
 use crate::gguf::{meta_f32, meta_u32, Gguf, Value};
@@ -75,13 +74,6 @@ impl Family {
     /// The recognised architectures, comma-separated (for messages).
     pub fn supported_list() -> String {
         Family::ALL.map(Family::name).join(", ")
-    }
-
-    /// True when the GPU engine runs this family. The config, the tensor checks and the CPU
-    /// reference know every family; [`crate::plan::LoadPlan::new`] (so `Llama::load`) refuses the
-    /// others with a message naming the architecture. Widen this as a family's kernels land.
-    pub fn gpu_ready(self) -> bool {
-        matches!(self, Family::Llama | Family::Qwen2 | Family::Qwen3 | Family::Qwen3Moe | Family::Phi3 | Family::Smollm3 | Family::Granite)
     }
 
     /// True when RoPE rotates pairs `(i, i + n_rot/2)` (llama.cpp's `LLAMA_ROPE_TYPE_NEOX`) rather

@@ -8,7 +8,10 @@
 //! `rmsnorm(x) * ffn_norm` (or the Mixtral experts), then the final norm and the output head.
 //! Qwen2 adds biases to q, k and v (src/models/qwen2.cpp), Qwen3 RMSNorms each q and k head
 //! before RoPE (src/models/qwen3.cpp); both rotate NEOX pairs, which the weights' row order
-//! turns into llama's ([`crate::weights::RowOrder`]).
+//! turns into llama's ([`crate::weights::RowOrder`]). Gemma 2/3 (src/models/gemma2-iswa.cpp,
+//! gemma3.cpp) RMSNorm each branch's output before it joins the residual stream, gate the FFN
+//! with GELU, soft-cap scores and logits (Gemma 2), and give their sliding-window layers a
+//! window and a RoPE table of their own ([`Positions`]).
 
 use std::fmt;
 
@@ -96,6 +99,10 @@ pub struct Activations {
     pub tokens: wgpu::Buffer,
     /// RoPE's cos/sin table ([`crate::rope::table`]).
     pub rope: wgpu::Buffer,
+    /// The sliding-window layers' own table (their base and scaling,
+    /// [`crate::FamilyParams::theta_swa`]), where the model has such layers and they rotate
+    /// otherwise than the global ones.
+    pub rope_swa: Option<wgpu::Buffer>,
 }
 
 impl Activations {
@@ -107,6 +114,15 @@ impl Activations {
         let ffw = ffn_width(cfg) as u64;
         let rope = b.gpu.storage_with("rope", bytemuck::cast_slice(&crate::rope::table(cfg, weights.rope_freqs.as_deref(), cfg.ctx)));
         b.buffers.push(rope.clone());
+        // (Gemma 2's sliding-window layers rotate as its global ones: one table serves both.)
+        let swa = swa_config(cfg);
+        let own = crate::rope::frequencies(&swa, None) != crate::rope::frequencies(cfg, weights.rope_freqs.as_deref());
+        let rope_swa = ((0..cfg.n_layers).any(|l| cfg.family.is_swa(l)) && own).then(|| {
+            let table = crate::rope::table(&swa, None, cfg.ctx);
+            let buf = b.gpu.storage_with("rope swa", bytemuck::cast_slice(&table));
+            b.buffers.push(buf.clone());
+            buf
+        });
         Activations {
             x: b.storage("x", rows * d * 4),
             xn: b.storage("xn", rows * d * 4),
@@ -120,8 +136,25 @@ impl Activations {
             partials: b.storage("attention partials", attention::partials_bytes(cfg)),
             tokens: b.storage("tokens", rows * 4),
             rope,
+            rope_swa,
         }
     }
+}
+
+/// The RoPE of the sliding-window layers: their own base and linear scaling, no frequency
+/// factors (llama.cpp's `freq_base_swa`, `freq_scale_swa`).
+fn swa_config(cfg: &Config) -> Config {
+    Config { theta: cfg.family.theta_swa, rope_scale: cfg.family.rope_scale_swa, ..cfg.clone() }
+}
+
+/// How a layer's attention sees positions: its RoPE table and its sliding window
+/// ([`crate::attention::window`]; 0: every earlier key).
+#[derive(Clone, Copy)]
+pub struct Positions<'a> {
+    /// The cos/sin table.
+    pub rope: &'a wgpu::Buffer,
+    /// Keys per query at most.
+    pub window: u32,
 }
 
 /// Width of a token's FFN activations: `ff`, or `top-k x ff` for MoE (one slot per pick).
@@ -148,12 +181,17 @@ pub fn build(b: &mut Builder, cfg: &Config, weights: &Weights, a: &Activations, 
         };
         let caches = (b.storage("k cache", kv_bytes), b.storage("v cache", kv_bytes));
         let cfg_l = if cfg.family.uses_rope(l as u32) { cfg } else { &no_rope };
-        carry = layer(b, cfg_l, lw, a, fusion, &caches, carry, next);
+        let window = crate::attention::window(cfg, l as u32);
+        let rope = if window > 0 { a.rope_swa.as_ref().unwrap_or(&a.rope) } else { &a.rope };
+        carry = layer(b, cfg_l, lw, a, Positions { rope, window }, fusion, &caches, carry, next);
     }
     b.rmsnorm(cfg.d, cfg.eps, &a.x, &weights.out_norm, &a.xn, fusion.norm);
     // Granite divides the logits by its logit scale.
     let io = Io { x: &a.xn, x_stride: cfg.d, y: &a.logits, y_stride: cfg.vocab, y0: 0, accumulate: false, scale: 1.0 / cfg.family.logit_scale };
     b.head(&weights.output, io, Some((&a.x, &weights.out_norm, cfg.eps)), &mut carry);
+    if cfg.family.final_softcap > 0.0 {
+        b.softcap(cfg.vocab, cfg.family.final_softcap, &a.logits);
+    }
 }
 
 /// The linear op that reads the residual stream after a layer, through an RMSNorm.
@@ -174,6 +212,7 @@ pub fn layer(
     cfg: &Config,
     lw: &Layer,
     a: &Activations,
+    at: Positions<'_>,
     f: Fusion,
     (k_cache, v_cache): &(wgpu::Buffer, wgpu::Buffer),
     carry: Derived,
@@ -203,18 +242,28 @@ pub fn layer(
     if let Some((wq, wk)) = &lw.qk_norm {
         b.head_norm(cfg.head_dim, cfg.n_heads, cfg.n_kv_heads, qs, cfg.eps, wq, wk, &a.qkv);
     }
-    b.rope_kv(cfg, &a.qkv, qs, &a.rope, k_cache, v_cache, f.rope);
-    let rope = f.rope.then_some(&a.rope);
+    b.rope_kv(cfg, &a.qkv, qs, at.rope, k_cache, v_cache, f.rope);
+    let rope = f.rope.then_some(at.rope);
     let quantize = b.int_form(&lw.o);
-    let io = AttentionIo { qkv: &a.qkv, q_stride: qs, k_cache, v_cache, out: &a.att, partials: &a.partials, rope, quantize, v_cached };
+    let window = at.window;
+    let io = AttentionIo { qkv: &a.qkv, q_stride: qs, k_cache, v_cache, out: &a.att, partials: &a.partials, rope, quantize, v_cached, window };
     let mut att = Derived::quantized(b.attention(cfg, io));
+    // With a post-norm the projection writes the branch's output apart (into `xn`, free until
+    // the FFN's norm), and the norm adds it to the stream: no integers of the stream from it.
+    let post = lw.post_norms.as_ref();
     let ffn_in = match &lw.ffn {
-        Ffn::Dense { gate_up, .. } => quant_next(b, f.quant_out, gate_up.first().map(|m| &m.0), Some(&lw.ffn_norm)),
+        Ffn::Dense { gate_up, .. } => quant_next(b, f.quant_out && post.is_none(), gate_up.first().map(|m| &m.0), Some(&lw.ffn_norm)),
         Ffn::Moe { .. } => None,
     };
     // Granite scales each residual branch before it is added.
-    let o = Io { x: &a.att, x_stride: q, y: &a.x, y_stride: d, y0: 0, accumulate: true, scale: cfg.family.residual_scale };
+    let o = match post {
+        Some(_) => Io { x: &a.att, x_stride: q, y: &a.xn, y_stride: d, y0: 0, accumulate: false, scale: 1.0 },
+        None => Io { x: &a.att, x_stride: q, y: &a.x, y_stride: d, y0: 0, accumulate: true, scale: cfg.family.residual_scale },
+    };
     let written = b.linear_fused(&lw.o, o, Fuse { quant_out: ffn_in, ..Default::default() }, &mut att).out;
+    if let Some((attn_post, _)) = post {
+        b.post_norm(d, cfg.eps, &a.xn, attn_post, &a.x);
+    }
 
     match &lw.ffn {
         Ffn::Dense { gate_up, down } => dense_ffn(b, cfg, lw, gate_up, down, a, f, written, next),
@@ -225,9 +274,9 @@ pub fn layer(
     }
 }
 
-/// The SwiGLU MLP: `x += down(silu(gate . xn) * (up . xn))`. `written`: the integer form of
-/// its input the output projection wrote; returns the one the down projection writes for
-/// `next`.
+/// The gated MLP: `x += down(silu(gate . xn) * (up . xn))` (GELU for SiLU where the family
+/// says, and with a post-norm `x += post_norm(down(..))`). `written`: the integer form of its
+/// input the output projection wrote; returns the one the down projection writes for `next`.
 #[allow(clippy::too_many_arguments)]
 fn dense_ffn(
     b: &mut Builder,
@@ -240,20 +289,27 @@ fn dense_ffn(
     written: Option<Quantized>,
     next: Reader<'_>,
 ) -> Derived {
-    let (d, ffw) = (cfg.d, ffn_width(cfg));
+    let (d, ffw, gelu) = (cfg.d, ffn_width(cfg), cfg.family.gelu);
     b.rmsnorm(d, cfg.eps, &a.x, &lw.ffn_norm, &a.xn, f.norm);
     let glu = f.norm && matches!(gate_up, [(m, _)] if m.parts.len() == 1);
     let down_in = quant_next(b, f.quant_out_glu, Some(down).filter(|_| glu), None);
-    let fuse = Fuse { norm: Some((&a.x, &lw.ffn_norm, cfg.eps)), glu, quant_out: down_in, cache_row: None };
+    let fuse = Fuse { norm: Some((&a.x, &lw.ffn_norm, cfg.eps)), glu, gelu, quant_out: down_in, cache_row: None };
     let mut xn = Derived::quantized(written);
     let mut gu_written = None;
     for (m, y0) in gate_up {
         gu_written = b.linear_fused(m, Io { x: &a.xn, x_stride: d, y: &a.gu, y_stride: 2 * ffw, y0: *y0, accumulate: false, scale: 1.0 }, fuse, &mut xn).out;
     }
-    b.swiglu(ffw, ffw, 2 * ffw, &a.gu, glu);
-    let out = quant_next(b, f.quant_out, next.m, Some(next.norm));
-    let io = Io { x: &a.gu, x_stride: 2 * ffw, y: &a.x, y_stride: d, y0: 0, accumulate: true, scale: cfg.family.residual_scale };
+    b.swiglu(ffw, ffw, 2 * ffw, &a.gu, gelu, glu);
+    let post = lw.post_norms.as_ref().map(|(_, ffn_post)| ffn_post);
+    let out = quant_next(b, f.quant_out && post.is_none(), next.m, Some(next.norm));
+    let io = match post {
+        Some(_) => Io { x: &a.gu, x_stride: 2 * ffw, y: &a.xn, y_stride: d, y0: 0, accumulate: false, scale: 1.0 },
+        None => Io { x: &a.gu, x_stride: 2 * ffw, y: &a.x, y_stride: d, y0: 0, accumulate: true, scale: cfg.family.residual_scale },
+    };
     let written = b.linear_fused(down, io, Fuse { quant_out: out, ..Default::default() }, &mut Derived::quantized(gu_written)).out;
+    if let Some(ffn_post) = post {
+        b.post_norm(d, cfg.eps, &a.xn, ffn_post, &a.x);
+    }
     Derived::quantized(written)
 }
 
@@ -269,7 +325,7 @@ fn moe_ffn(b: &mut Builder, cfg: &Config, lw: &Layer, a: &Activations) {
     b.moe_select(e, cfg.topk, &a.router, &a.sel, &a.gate);
     b.matvec_exp(gate, cfg.topk, &a.sel, &a.xn, d, &a.gu, 2 * ffw, 0);
     b.matvec_exp(up, cfg.topk, &a.sel, &a.xn, d, &a.gu, 2 * ffw, ffw);
-    b.swiglu(ffw, ffw, 2 * ffw, &a.gu, false);
+    b.swiglu(ffw, ffw, 2 * ffw, &a.gu, cfg.family.gelu, false);
     b.moe_down(down, cfg.topk, &a.sel, &a.gate, &a.gu, 2 * ffw, &a.x);
 }
 

@@ -74,8 +74,10 @@ pub struct LinearParams {
     pub eps: f32,
     /// Multiplies `W x` before it is stored or added (`store` in `shaders/linear.wgsl`).
     pub scale: f32,
+    /// 1: the fused GLU ([`Fuse::glu`]) is GEGLU ([`Fuse::gelu`]), 0: SwiGLU.
+    pub gelu: u32,
     /// Padding to 16 bytes.
-    pub pad: [u32; 3],
+    pub pad: [u32; 2],
 }
 
 /// [`LinearParams::accumulate`]: write token i's output row at Y row `pos0 + i`.
@@ -318,6 +320,8 @@ pub struct Fuse<'a> {
     /// SwiGLU: the matrix is `[gate; up]` (one part); the matrix-vector forms write
     /// `silu(gate . x) * (up . x)` into the gate half of the output and leave the up half alone.
     pub glu: bool,
+    /// With `glu`, GELU (tanh form) instead of SiLU: GEGLU (Gemma; `shaders/activation.wgsl`).
+    pub gelu: bool,
     /// The linear op after this one reads its output in the integer form ([`Builder::int_form`];
     /// with `norm`, through that RMSNorm): where this op's one-token form is the integer one too
     /// (one part, output rows a multiple of 16 written from column 0), it writes them as well,
@@ -492,7 +496,8 @@ impl Builder<'_> {
                 last_only: 0,
                 eps: norm.map_or(0.0, |n| n.2),
                 scale: io.scale,
-                pad: [0; 3],
+                gelu: fuse.gelu as u32,
+                pad: [0; 2],
             };
             let p = self.uniform("linear", &params);
             let step = self.step.clone();

@@ -225,8 +225,8 @@ pub async fn linear(gpu: &Gpu, src: &dyn TensorSource, ty: GgmlType, offset: u64
 
 /// A dense layer's input side as the forward program builds it, with the decode fusions where
 /// [`crate::policy::fused`] allows: `Y = W rmsnorm(X)` with norm weights `norm = (w, eps)`
-/// (else `W X`), and with `glu` (W is `[gate; up]`, `rows` even) `silu(gate . x) * (up . x)`,
-/// `rows / 2` values per token. The batch size picks the kernels, as in a model: the fused
+/// (else `W X`), and with `glu` (W is `[gate; up]`, `rows` even) `silu(gate . x) * (up . x)`
+/// (with `gelu`, GELU's tanh form for SiLU), `rows / 2` values per token. The batch size picks the kernels, as in a model: the fused
 /// matrix-vector forms, or `rmsnorm`, the tiled kernel and `swiglu`.
 ///
 /// # Errors
@@ -242,6 +242,7 @@ pub async fn linear_fused(
     x: &[f32],
     norm: Option<(&[f32], f32)>,
     glu: bool,
+    gelu: bool,
 ) -> Result<Vec<f32>> {
     let n = tokens_of("x", x.len(), cols)?;
     if let Some((w, _)) = norm {
@@ -270,10 +271,10 @@ pub async fn linear_fused(
             Some((xn, nwb, eps)) => (xn, Some((&xb, nwb, *eps))),
             None => (&xb, None),
         };
-        let fused = b.linear_fused(&w, io(x_in), Fuse { norm: fused_norm, glu: fuse_glu, ..Default::default() }, &mut Default::default());
+        let fused = b.linear_fused(&w, io(x_in), Fuse { norm: fused_norm, glu: fuse_glu, gelu, ..Default::default() }, &mut Default::default());
         debug_assert_eq!((fused.norm, fused.glu), (fused_norm.is_some() && fuse, fuse_glu));
         if glu {
-            b.swiglu(rows / 2, rows / 2, rows, &y, fuse_glu);
+            b.swiglu(rows / 2, rows / 2, rows, &y, gelu, fuse_glu);
         }
         Ok(vec![(y, n as u64 * rows as u64)])
     })
@@ -396,15 +397,53 @@ pub async fn rmsnorm(gpu: &Gpu, x: &[f32], w: &[f32], eps: f32) -> Result<Vec<f3
     Ok(out.remove(0))
 }
 
-/// SwiGLU of each row `[g | u]` of `gu` (n x 2f): returns n x f values silu(g) * u.
+/// `y + rmsnorm(x) * w` for each row of `x` and of `y` (n x d; `w`: d values): the post-norm
+/// op ([`Builder::post_norm`]).
+///
+/// # Errors
+/// [`Error::Input`] for inconsistent lengths; [`Error::Gpu`].
+pub async fn post_norm(gpu: &Gpu, x: &[f32], w: &[f32], eps: f32, y: &[f32]) -> Result<Vec<f32>> {
+    let d = w.len() as u32;
+    let n = tokens_of("x", x.len(), d)?;
+    check_len("y", y.len(), x.len() as u64)?;
+    let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
+        let xb = input(b, "oneshot x", x, 1);
+        let wb = input(b, "oneshot w", w, 1);
+        let yb = input(b, "oneshot y", y, 1);
+        b.post_norm(d, eps, &xb, &wb, &yb);
+        Ok(vec![(yb, y.len() as u64)])
+    })
+    .await?;
+    Ok(out.remove(0))
+}
+
+/// The final-logit soft-cap `c tanh(z / c)` over rows of `n` logits, as the forward pass runs it
+/// after the output head for a batch of `rows` tokens: the last row's alone (the head writes
+/// row 0), or with `all_logits` every row. Rows it does not cap come back as they went in.
+///
+/// # Errors
+/// [`Error::Input`] for a length that is not `rows` rows of `n`; [`Error::Gpu`].
+pub async fn softcap(gpu: &Gpu, logits: &[f32], n: u32, c: f32, all_logits: bool) -> Result<Vec<f32>> {
+    let rows = tokens_of("logits", logits.len(), n)?;
+    let (mut out, _) = run(gpu, NO_WEIGHTS, Batch { all_logits, ..batch(rows, 0, 1) }, 0, |_, b| {
+        let z = input(b, "oneshot logits", logits, 1);
+        b.softcap(n, c, &z);
+        Ok(vec![(z, logits.len() as u64)])
+    })
+    .await?;
+    Ok(out.remove(0))
+}
+
+/// SwiGLU of each row `[g | u]` of `gu` (n x 2f): returns n x f values silu(g) * u (with
+/// `gelu`, GELU's tanh form for SiLU: GEGLU).
 ///
 /// # Errors
 /// [`Error::Input`] for a length that is not rows of `2f`; [`Error::Gpu`].
-pub async fn swiglu(gpu: &Gpu, gu: &[f32], f: u32) -> Result<Vec<f32>> {
+pub async fn swiglu(gpu: &Gpu, gu: &[f32], f: u32, gelu: bool) -> Result<Vec<f32>> {
     let n = tokens_of("gu", gu.len(), 2 * f)?;
     let (mut out, _) = run(gpu, NO_WEIGHTS, batch(n, 0, 1), 0, |_, b| {
         let buf = input(b, "oneshot gu", gu, 1);
-        b.swiglu(f, f, 2 * f, &buf, false);
+        b.swiglu(f, f, 2 * f, &buf, gelu, false);
         Ok(vec![(buf, gu.len() as u64)])
     })
     .await?;
@@ -549,7 +588,7 @@ fn attention_shape(cfg: &Config, qkv: &[f32], pos0: u32, k_cache: &[f32], v_cach
 }
 
 /// Attention of a batch of n queries at positions `pos0 ..` (`qkv`: n rows of `[q | k | v]`, q
-/// used) over the caches (`cfg.ctx` positions, keys 0 .. pos0 + n used; with an f16 `cfg.kv`
+/// used; layer 0's sliding window and the family's score soft-cap, [`crate::attention::window`]) over the caches (`cfg.ctx` positions, keys 0 .. pos0 + n used; with an f16 `cfg.kv`
 /// rounded to f16 on the way in), with `splits` key splits (1: none). Returns n rows of `q_dim`. With `repeats > 0` also the timing (native only).
 ///
 /// # Errors
@@ -573,14 +612,23 @@ pub async fn attention_timed(
         let vc = kv_input(b, "oneshot v cache", v_cache, cfg.kv);
         let o = b.storage("oneshot o", n as u64 * cfg.q_dim() as u64 * 4);
         let partials = b.storage("oneshot partials", partials_bytes(cfg));
-        b.attention(
-            cfg,
-            AttentionIo { qkv: &q, q_stride: qs, k_cache: &kc, v_cache: &vc, out: &o, partials: &partials, rope: None, quantize: false, v_cached: false },
-        );
+        b.attention(cfg, attention_io(cfg, qs, [&q, &kc, &vc, &o, &partials], None));
         Ok(vec![(o, n as u64 * cfg.q_dim() as u64)])
     })
     .await?;
     Ok((out.remove(0), t))
+}
+
+/// The attention op's buffers (`[qkv, k cache, v cache, out, partials]`, the RoPE table where it
+/// is fused in) as a model's layer 0 hands them over: its sliding window, no integers out, the
+/// value not written by the value projection.
+fn attention_io<'a>(
+    cfg: &Config,
+    q_stride: u32,
+    [qkv, k_cache, v_cache, out, partials]: [&'a wgpu::Buffer; 5],
+    rope: Option<&'a wgpu::Buffer>,
+) -> AttentionIo<'a> {
+    AttentionIo { qkv, q_stride, k_cache, v_cache, out, partials, rope, quantize: false, v_cached: false, window: crate::attention::window(cfg, 0) }
 }
 
 /// RoPE + KV write then attention, as the forward pass records them for a batch of n tokens at
@@ -612,20 +660,7 @@ pub async fn rope_attention(
         let o = b.storage("oneshot o", n as u64 * cfg.q_dim() as u64 * 4);
         let partials = b.storage("oneshot partials", partials_bytes(cfg));
         b.rope_kv(cfg, &q, qs, &rope, &kc, &vc, fused);
-        b.attention(
-            cfg,
-            AttentionIo {
-                qkv: &q,
-                q_stride: qs,
-                k_cache: &kc,
-                v_cache: &vc,
-                out: &o,
-                partials: &partials,
-                rope: fused.then_some(&rope),
-                quantize: false,
-                v_cached: false,
-            },
-        );
+        b.attention(cfg, attention_io(cfg, qs, [&q, &kc, &vc, &o, &partials], fused.then_some(&rope)));
         let words = cache * cfg.kv.bytes() as u64 / 4;
         Ok(vec![(o, n as u64 * cfg.q_dim() as u64), (kc, words), (vc, words)])
     })

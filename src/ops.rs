@@ -36,8 +36,10 @@ pub struct NormParams {
     pub n: u32,
     /// RMSNorm epsilon.
     pub eps: f32,
+    /// 1: add the normed row to `y` instead of writing it ([`Builder::post_norm`]).
+    pub add: u32,
     /// Padding to 16 bytes.
-    pub pad: [u32; 2],
+    pub pad: u32,
 }
 
 /// `struct P` of `shaders/rope_kv.wgsl`.
@@ -94,8 +96,20 @@ pub struct SwigluParams {
     pub u0: u32,
     /// Floats per token row.
     pub stride: u32,
+    /// 1: GELU (tanh form) instead of SiLU (GEGLU: Gemma).
+    pub gelu: u32,
+}
+
+/// `struct P` of `shaders/softcap.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct SoftcapParams {
+    /// Values per row.
+    pub n: u32,
+    /// The cap `c`.
+    pub c: f32,
     /// Padding to 16 bytes.
-    pub pad: u32,
+    pub pad: [u32; 2],
 }
 
 impl Builder<'_> {
@@ -116,16 +130,28 @@ impl Builder<'_> {
     /// batches the linear ops reading `y` take through their matrix-matrix forms (their
     /// matrix-vector forms normalise `x` themselves: [`crate::linear::Fuse::norm`]).
     pub fn rmsnorm(&mut self, n: u32, eps: f32, x: &wgpu::Buffer, w: &wgpu::Buffer, y: &wgpu::Buffer, fused: bool) {
-        let p = self.uniform("rmsnorm", &NormParams { n, eps, pad: [0; 2] });
+        self.norm_op(n, eps, x, w, y, if fused { matvec_tokens(self.gpu) } else { 0 }, false);
+    }
+
+    /// `y[i] += rmsnorm(x[i]) * w` for every token row of width `n`: Gemma's post-attention and
+    /// post-FFN norms, the branch's output `x` normed before it joins the residual stream `y`
+    /// (llama.cpp's `llm_build_gemma2_iswa`, `src/models/gemma2-iswa.cpp`).
+    pub fn post_norm(&mut self, n: u32, eps: f32, x: &wgpu::Buffer, w: &wgpu::Buffer, y: &wgpu::Buffer) {
+        self.norm_op(n, eps, x, w, y, 0, true);
+    }
+
+    /// [`Builder::rmsnorm`] for batches of more than `skip` tokens; with `add`, added to `y`.
+    #[allow(clippy::too_many_arguments)]
+    fn norm_op(&mut self, n: u32, eps: f32, x: &wgpu::Buffer, w: &wgpu::Buffer, y: &wgpu::Buffer, skip: u32, add: bool) {
+        let p = self.uniform("rmsnorm", &NormParams { n, eps, add: add as u32, pad: 0 });
         let step = self.step.clone();
         // On CPU adapters a row per invocation: the GPU form's 256-invocation tree (8 barriers a
         // row) serialises on a CPU adapter, where each barrier is a task switch.
         let rows = if self.gpu.is_cpu() { NORM_ROWS } else { 0 };
         let geometry = Geometry::NormRows { rows };
         let v = self.variant(PipelineKey::new(Kernel::RmsNorm, geometry), &[("p", &p), ("st", &step), ("x", x), ("w", w), ("y", y)]);
-        let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
-        self.op(vec![v], move |b| (b.n_tokens > mv).then_some((0, [if rows > 0 { b.n_tokens.div_ceil(rows) } else { b.n_tokens }, 1, 1])));
-        self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
+        self.op(vec![v], move |b| (b.n_tokens > skip).then_some((0, [if rows > 0 { b.n_tokens.div_ceil(rows) } else { b.n_tokens }, 1, 1])));
+        self.traffic(move |b| ((2 + add as u64) * b.n_tokens as u64 + 1) * n as u64 * 4);
     }
 
     /// RoPE on each token's q and k (rows of `[q | k | v]` of `qkv_stride` floats, position
@@ -153,11 +179,12 @@ impl Builder<'_> {
         self.traffic(move |b| b.n_tokens as u64 * per_token);
     }
 
-    /// `g = silu(g) * u` in place for every token row of `[g | u]` (`n` values each, u at `u0`,
-    /// rows of `stride` floats); with `fused`, only for batches the gate/up projection takes
-    /// through its matrix-matrix forms ([`crate::linear::Fuse::glu`]).
-    pub fn swiglu(&mut self, n: u32, u0: u32, stride: u32, gu: &wgpu::Buffer, fused: bool) {
-        let p = self.uniform("swiglu", &SwigluParams { n, u0, stride, pad: 0 });
+    /// `g = silu(g) * u` (with `gelu`, GELU's tanh form for SiLU: GEGLU) in place for every
+    /// token row of `[g | u]` (`n` values each, u at `u0`, rows of `stride` floats); with
+    /// `fused`, only for batches the gate/up projection takes through its matrix-matrix forms
+    /// ([`crate::linear::Fuse::glu`]).
+    pub fn swiglu(&mut self, n: u32, u0: u32, stride: u32, gu: &wgpu::Buffer, gelu: bool, fused: bool) {
+        let p = self.uniform("swiglu", &SwigluParams { n, u0, stride, gelu: gelu as u32 });
         let step = self.step.clone();
         let v = self.variant(PipelineKey::plain(Kernel::Swiglu), &[("p", &p), ("st", &step), ("gu", gu)]);
         let mv = if fused { matvec_tokens(self.gpu) } else { 0 };
@@ -172,6 +199,15 @@ impl Builder<'_> {
         let step = self.step.clone();
         self.plain(PipelineKey::plain(Kernel::Bias), &[("p", &p), ("st", &step), ("b", bias), ("y", y)], move |b| [n.div_ceil(64), b.n_tokens, 1]);
         self.traffic(move |b| (2 * b.n_tokens as u64 + 1) * n as u64 * 4);
+    }
+
+    /// `z = c tanh(z / c)` in place over the logits the output head wrote (`logits`: rows of `n`;
+    /// the last token's row, or every token's with [`crate::program::Batch::all_logits`]): Gemma
+    /// 2's final-logit soft-cap.
+    pub fn softcap(&mut self, n: u32, c: f32, logits: &wgpu::Buffer) {
+        let p = self.uniform("softcap", &SoftcapParams { n, c, pad: [0; 2] });
+        self.plain(PipelineKey::plain(Kernel::Softcap), &[("p", &p), ("z", logits)], move |b| [n.div_ceil(64), if b.all_logits { b.n_tokens } else { 1 }, 1]);
+        self.traffic(move |b| 2 * n as u64 * 4 * if b.all_logits { b.n_tokens as u64 } else { 1 });
     }
 
     /// RMSNorm of each head in place (`hd` values; weights `wq` for the first `n_q` heads of a

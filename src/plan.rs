@@ -9,7 +9,6 @@
 //!
 //! # Errors (the contract [`crate::Llama::load`] passes on)
 //! - any [`Config::from_gguf`] error (architecture, hyperparameters, missing tensors, dims);
-//! - [`Error::Config`] for a recognised family the GPU does not run yet ([`Family::gpu_ready`]);
 //! - [`Error::TooLarge`] naming the KV cache, a norm, a matrix row or one expert that does not
 //!   fit one storage binding, with its bytes and the limit;
 //! - [`Error::Malformed`] for a matrix whose rows are not whole blocks of its type;
@@ -17,7 +16,6 @@
 
 use crate::config::{Config, KvType};
 use crate::error::{Error, Result};
-use crate::family::Family;
 use crate::gguf::Gguf;
 use crate::weights::{padded, per_binding, row_bytes};
 
@@ -88,13 +86,6 @@ impl LoadPlan {
     /// Plans the load of the parsed GGUF `g` (see the module's error contract).
     pub fn new(g: &Gguf, opts: PlanOptions) -> Result<LoadPlan> {
         let config = Config { kv: opts.kv, ..Config::from_gguf(g, opts.ctx)? };
-        if !config.architecture.gpu_ready() {
-            return Err(Error::Config(format!(
-                "architecture {} is recognised but not yet run by the GPU engine (it runs: {})",
-                config.architecture,
-                Family::ALL.into_iter().filter(|f| f.gpu_ready()).map(Family::name).collect::<Vec<_>>().join(", ")
-            )));
-        }
         let limit = opts.max_binding;
         // Saturating: a context of 2^32 - 1 positions times a KV width near 2^32 passes u64.
         let kv_bytes = (config.ctx as u64).saturating_mul(config.kv_dim() as u64).saturating_mul(config.kv.bytes() as u64).saturating_add(15) & !15;

@@ -200,6 +200,9 @@ pub struct Layer {
     pub ffn_norm: wgpu::Buffer,
     /// The FFN.
     pub ffn: Ffn,
+    /// RMSNorm weights `[d]` of the attention's and of the FFN's output before each joins the
+    /// residual stream (`post_attention_norm`, `post_ffw_norm`: Gemma 2/3), if the model has them.
+    pub post_norms: Option<(wgpu::Buffer, wgpu::Buffer)>,
 }
 
 /// Every weight of the model on the GPU.
@@ -587,6 +590,10 @@ impl Weights {
                 false => None,
             };
             let wo = matrix(&mut ld, &mut tr, &b("attn_output"), d, q)?;
+            let attn_post = match cfg.family.post_norms {
+                true => Some(vector(&mut ld, &mut tr, &b("post_attention_norm"))?),
+                false => None,
+            };
             let ffn_norm = vector(&mut ld, &mut tr, &b("ffn_norm"))?;
             let ffn = if cfg.is_moe() {
                 let stack = |ld: &mut Loader, tr: &mut Tracker, name: &str, rows: u32, cols: u32| -> Result<Experts> {
@@ -611,7 +618,11 @@ impl Weights {
                 };
                 Ffn::Dense { gate_up, down: matrix(&mut ld, &mut tr, &b("ffn_down"), d, ff)? }
             };
-            layers.push(Layer { attn_norm, qkv, qkv_bias, qk_norm, o: wo, ffn_norm, ffn });
+            let post_norms = match attn_post {
+                Some(attn_post) => Some((attn_post, vector(&mut ld, &mut tr, &b("post_ffw_norm"))?)),
+                None => None,
+            };
+            layers.push(Layer { attn_norm, qkv, qkv_bias, qk_norm, o: wo, ffn_norm, ffn, post_norms });
         }
         gpu.check()?;
         let repacks = std::mem::take(&mut ld.repacks);

@@ -82,9 +82,51 @@ fn swiglu() {
     for &n in &TOKENS {
         let f = 77;
         let gu: Vec<f32> = rng.vec(n as usize * 2 * f).iter().map(|v| 6.0 * v).collect();
-        let got = block_on(oneshot::swiglu(&gpu, &gu, f as u32)).unwrap();
+        let got = block_on(oneshot::swiglu(&gpu, &gu, f as u32, false)).unwrap();
         let want: Vec<f64> = gu.chunks(2 * f).flat_map(|r| reference::swiglu(&f64s(&r[..f]), &f64s(&r[f..]))).collect();
         assert_close(&format!("swiglu T={n}"), &got, &want, 1e-6);
+        // GEGLU (Gemma): inputs past tanh's saturation (|g| up to 12) included.
+        let gu: Vec<f32> = gu.iter().map(|v| 2.0 * v).collect();
+        let got = block_on(oneshot::swiglu(&gpu, &gu, f as u32, true)).unwrap();
+        let want: Vec<f64> = gu.chunks(2 * f).flat_map(|r| reference::geglu(&f64s(&r[..f]), &f64s(&r[f..]))).collect();
+        assert_close(&format!("geglu T={n}"), &got, &want, 1e-6);
+    }
+}
+
+/// The post-norm op (`rmsnorm.wgsl` adding): `y + rmsnorm(x) * w`, y's rows changed by that
+/// alone.
+#[test]
+fn post_norm() {
+    let gpu = gpu(false);
+    let mut rng = Rng(3);
+    for (i, &n) in TOKENS.iter().enumerate() {
+        let d = [37, 200, 1000][i % 3];
+        let (x, w, y) = (rng.vec(n as usize * d), rng.vec(d), rng.vec(n as usize * d));
+        let got = block_on(oneshot::post_norm(&gpu, &x, &w, 1e-6, &y)).unwrap();
+        let want: Vec<f64> = x
+            .chunks(d)
+            .zip(y.chunks(d))
+            .flat_map(|(xr, yr)| reference::rmsnorm(&f64s(xr), &f64s(&w), 1e-6).into_iter().zip(yr).map(|(a, &b)| a + b as f64))
+            .collect();
+        assert_close(&format!("post_norm T={n} d={d}"), &got, &want, 1e-5);
+    }
+}
+
+/// The final-logit soft-cap over the rows the output head wrote: the last token's (row 0) or,
+/// with all logits, every row; logits from -200 to 200 (tanh saturated at both ends), cap 30.
+#[test]
+fn softcap() {
+    let gpu = gpu(false);
+    let mut rng = Rng(4);
+    let (n, c) = (1000usize, 30.0f32);
+    for rows in [1usize, 3] {
+        let z: Vec<f32> = rng.vec(rows * n).iter().map(|v| 200.0 * v).collect();
+        for all in [false, true] {
+            let got = block_on(oneshot::softcap(&gpu, &z, n as u32, c, all)).unwrap();
+            let capped = |v: f32| c as f64 * (v as f64 / c as f64).tanh();
+            let want: Vec<f64> = z.iter().enumerate().map(|(i, &v)| if all || i < n { capped(v) } else { v as f64 }).collect();
+            assert_close(&format!("softcap rows={rows} all_logits={all}"), &got, &want, 1e-6);
+        }
     }
 }
 
@@ -240,7 +282,8 @@ fn linear_every_format() {
 /// format the quantizer makes, over the tokens axis (the fused matrix-vector forms for T <= 8,
 /// rmsnorm + the tiled kernel + swiglu above), with the GPU and the CPU workgroup shapes and spans
 /// of 4, 12 and the format's default (the GPU default reads Q4_K, F16 and Q8_0 as 16-byte
-/// pieces; the spans-of-12 case turns pieces off): against rmsnorm, matvec and SwiGLU in f64.
+/// pieces; the spans-of-12 case turns pieces off): against rmsnorm, matvec and SwiGLU (and
+/// GEGLU) in f64.
 #[test]
 fn linear_fused_norm_and_swiglu() {
     let base = gpu(false);
@@ -280,15 +323,19 @@ fn linear_fused_norm_and_swiglu() {
                 webgpu_llama::linear::wide(&g, ty, cols)
             );
 
-            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), false)).unwrap();
+            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), false, false)).unwrap();
             let want: Vec<f64> = xn.iter().flat_map(|r| reference::matvec(&f64s(&exact), r)).collect();
             assert_close(&format!("norm + linear {what}"), &got, &want, 2e-5);
 
-            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), true)).unwrap();
+            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), true, false)).unwrap();
             let want: Vec<f64> = xn.iter().flat_map(|r| reference::swiglu(&reference::matvec(&f64s(gate), r), &reference::matvec(&f64s(up), r))).collect();
             assert_close(&format!("norm + linear + swiglu {what}"), &got, &want, 2e-5);
 
-            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, None, true)).unwrap();
+            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), true, true)).unwrap();
+            let want: Vec<f64> = xn.iter().flat_map(|r| reference::geglu(&reference::matvec(&f64s(gate), r), &reference::matvec(&f64s(up), r))).collect();
+            assert_close(&format!("norm + linear + geglu {what}"), &got, &want, 2e-5);
+
+            let got = block_on(oneshot::linear_fused(&g, &bytes, ty, 0, rows, cols, &x, None, true, false)).unwrap();
             let want: Vec<f64> = x
                 .chunks(cols as usize)
                 .flat_map(|r| reference::swiglu(&reference::matvec(&f64s(gate), &f64s(r)), &reference::matvec(&f64s(up), &f64s(r))))
@@ -336,7 +383,7 @@ fn linear_integer_form() {
             let xr = if norm { reference::rmsnorm(&f64s(&x), &f64s(&nw), 1e-5) } else { f64s(&x) };
             let nwe = norm.then_some((&nw[..], 1e-5));
             for glu in [false, true] {
-                let run = |g: &Gpu| block_on(oneshot::linear_fused(g, &bytes, ty, 0, rows, cols, &x, nwe, glu)).unwrap();
+                let run = |g: &Gpu| block_on(oneshot::linear_fused(g, &bytes, ty, 0, rows, cols, &x, nwe, glu, false)).unwrap();
                 let got = run(&g);
                 assert_ne!(got, run(&f), "{ty} norm {norm} glu {glu}: the integer form gave the f32 form's values: did it run?");
                 let (want, bound): (Vec<f64>, Vec<f64>) = if glu {
@@ -405,7 +452,9 @@ fn rope_kv_with(kv: KvType, rounding: f64) {
     }
 }
 
-/// Causal GQA attention of T queries at pos0.. over a cache of pos0 + T keys, in f64.
+/// Causal GQA attention of T queries at pos0.. over a cache of pos0 + T keys, in f64: within
+/// layer 0's sliding window and with the family's score scale and soft-cap, as
+/// `reference::Reference` computes them.
 fn attention_reference(cfg: &Config, qkv: &[f32], pos0: u32, kc: &[f32], vc: &[f32]) -> Vec<f64> {
     let (q, kv, hd) = (cfg.q_dim() as usize, cfg.kv_dim() as usize, cfg.head_dim as usize);
     let group = (cfg.n_heads / cfg.n_kv_heads) as usize;
@@ -415,12 +464,15 @@ fn attention_reference(cfg: &Config, qkv: &[f32], pos0: u32, kc: &[f32], vc: &[f
         for h in 0..cfg.n_heads as usize {
             let ko = (h / group) * hd;
             let qh = &row[h * hd..(h + 1) * hd];
-            let s: Vec<f64> =
-                (0..=p).map(|j| qh.iter().zip(&kc[j * kv + ko..]).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() / (hd as f64).sqrt()).collect();
+            let f = &cfg.family;
+            let scale = f.attn_scale.map_or(1.0 / (hd as f64).sqrt(), f64::from);
+            let cap = |s: f64| if f.attn_softcap > 0.0 { f.attn_softcap as f64 * (s / f.attn_softcap as f64).tanh() } else { s };
+            let first = if f.is_swa(0) { (p + 1).saturating_sub(f.sliding_window as usize) } else { 0 };
+            let s: Vec<f64> = (first..=p).map(|j| cap(qh.iter().zip(&kc[j * kv + ko..]).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() * scale)).collect();
             let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
             let z: f64 = e.iter().sum();
-            out.extend((0..hd).map(|i| e.iter().enumerate().map(|(j, w)| w / z * vc[j * kv + ko + i] as f64).sum::<f64>()));
+            out.extend((0..hd).map(|i| e.iter().enumerate().map(|(j, w)| w / z * vc[(first + j) * kv + ko + i] as f64).sum::<f64>()));
         }
     }
     out
@@ -431,14 +483,28 @@ fn attention_reference(cfg: &Config, qkv: &[f32], pos0: u32, kc: &[f32], vc: &[f
 /// where the device has them), the CPU kernel without subgroups, and the GPU kernels.
 #[test]
 fn attention() {
-    attention_with(KvType::F32);
+    attention_with(KvType::F32, &FamilyParams::default());
+}
+
+/// The same within a sliding window of 7 keys (shorter than most batches' keys: a row's first
+/// tiles, chunks or splits can hold no key it sees) and with Gemma 2's score soft-cap (c = 1,
+/// below the scores' range) and a score scale of the family's own.
+#[test]
+fn attention_sliding_window_and_softcap() {
+    attention_with(KvType::F32, &windowed(7));
+}
+
+/// A family whose layer 0 slides a window of `window` keys, soft-caps scores at 1 and scales them
+/// by 0.3.
+fn windowed(window: u32) -> FamilyParams {
+    FamilyParams { sliding_window: window, swa_layers: vec![true], attn_softcap: 1.0, attn_scale: Some(0.3), ..FamilyParams::default() }
 }
 
 /// The same over an f16 cache: the reference reads the caches as rounded to f16 on the way in
 /// (`oneshot::pack_f16`), so the tolerance is f32's: this checks the kernels' f16 reads.
 #[test]
 fn attention_f16() {
-    attention_with(KvType::F16);
+    attention_with(KvType::F16, &FamilyParams::default());
 }
 
 /// The kernel choices [`attention_with`] checks, in its order.
@@ -480,7 +546,7 @@ impl std::fmt::Display for AttentionCase {
     }
 }
 
-fn attention_with(kv: KvType) {
+fn attention_with(kv: KvType, family: &FamilyParams) {
     use AttentionCase::*;
     let base = gpu(false);
     let mut rng = Rng(7);
@@ -517,7 +583,7 @@ fn attention_with(kv: KvType) {
             assert_eq!(g, Some(webgpu_llama::kernels::Geometry::AttentionTiled { head_dim, bkv: 8, kv_f16: kv == KvType::F16 }), "{cfg:?}");
         }
         let n_heads = if matches!(case, GpuGroup4 | GpuNoTiled | TiledHeadDim18 | TiledDefaultLimits | DeviceHeadDim128) { 8 } else { 6 };
-        attention_on(&gpu, case, kv, head_dim, n_heads, &mut rng);
+        attention_on(&gpu, case, kv, head_dim, n_heads, family, &mut rng);
     }
 }
 
@@ -530,24 +596,35 @@ fn attention_with(kv: KvType) {
 /// per dim, then one: a dim per thread, and for 260 dims 256 on a second pass).
 #[test]
 fn attention_many_splits() {
+    many_splits(&FamilyParams::default(), &[(1u32, 20), (3, 20), (1, 128), (1, 132), (1, 260)]);
+}
+
+/// The same within a sliding window of 700 keys: the splits share the window's keys alone (the
+/// decode kernels), or the keys before it are masked (attention.wgsl).
+#[test]
+fn attention_many_splits_sliding_window() {
+    many_splits(&windowed(700), &[(1u32, 20), (3, 20), (1, 128)]);
+}
+
+fn many_splits(family: &FamilyParams, shapes: &[(u32, u32)]) {
     let mut gpu = gpu(false);
     gpu.set_cpu(false);
     let mut rng = Rng(11);
-    for (n, head_dim) in [(1u32, 20), (3, 20), (1, 128), (1, 132), (1, 260)] {
+    for &(n, head_dim) in shapes {
         let pos0 = 5000 - n;
-        let cfg = Config { head_dim, ..attention_config(5000) };
+        let cfg = Config { head_dim, family: family.clone(), ..attention_config(5000) };
         let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
         let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
         let (kc, vc) = (rng.vec(cfg.ctx as usize * kv), rng.vec(cfg.ctx as usize * kv));
         let want = attention_reference(&cfg, &qkv, pos0, &kc, &vc);
         for s in [1, 5, 32, 33, 70, 100, webgpu_llama::attention::MAX_SPLITS] {
             let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
-            assert_close(&format!("attention hd {head_dim} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
+            assert_close(&format!("attention hd {head_dim} T={n} pos0={pos0} splits={s} window={}", family.sliding_window), &got, &want, 2e-6);
         }
     }
 }
 
-fn attention_on(gpu: &Gpu, case: impl std::fmt::Display, kv_type: KvType, head_dim: u32, n_heads: u32, rng: &mut Rng) {
+fn attention_on(gpu: &Gpu, case: impl std::fmt::Display, kv_type: KvType, head_dim: u32, n_heads: u32, family: &FamilyParams, rng: &mut Rng) {
     let gpu = gpu.clone();
     // What the cache holds of a value.
     let stored = |v: Vec<f32>| match kv_type {
@@ -556,7 +633,7 @@ fn attention_on(gpu: &Gpu, case: impl std::fmt::Display, kv_type: KvType, head_d
     };
     for &n in &TOKENS {
         for pos0 in [0, 45] {
-            let cfg = Config { kv: kv_type, head_dim, n_heads, ..attention_config(pos0 + n + 3) };
+            let cfg = Config { kv: kv_type, head_dim, n_heads, family: family.clone(), ..attention_config(pos0 + n + 3) };
             let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
             let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();
             let cache = cfg.ctx as usize * kv;
@@ -565,7 +642,7 @@ fn attention_on(gpu: &Gpu, case: impl std::fmt::Display, kv_type: KvType, head_d
             let splits: &[u32] = if n <= webgpu_llama::attention::SPLIT_MAX_TOKENS { &[1, 3, 8] } else { &[1] };
             for &s in splits {
                 let got = block_on(oneshot::attention(&gpu, &cfg, &qkv, pos0, &kc, &vc, s)).unwrap();
-                assert_close(&format!("attention {kv_type} {case} T={n} pos0={pos0} splits={s}"), &got, &want, 2e-6);
+                assert_close(&format!("attention {kv_type} {case} T={n} pos0={pos0} splits={s} window={}", family.sliding_window), &got, &want, 2e-6);
             }
         }
     }
@@ -584,6 +661,9 @@ enum RopeCase {
     OneHead,
     /// Fused, a GQA group of 4 (8 query heads).
     Group4,
+    /// Fused, within a sliding window of 40 keys and Gemma 2's soft-cap ([`windowed`]; at head
+    /// dim 128 natively the wide decode kernel, `attention::decode_wide`).
+    Windowed,
 }
 
 /// RoPE + KV write + attention as the forward pass records them, one token (decoding) and three:
@@ -592,7 +672,7 @@ enum RopeCase {
 /// Against f64 RoPE and attention, and the caches after, f32 and f16 caches, head dims 20 and 132
 /// (5 and 33 groups of 4 dims: key groups that do not divide 64) and 64, with the softmax's
 /// reductions in subgroups where the device has them ([`RopeCase`]: without; one query head per
-/// workgroup; a GQA group of 4, two workgroups of 2 heads by default), up to
+/// workgroup; a GQA group of 4, two workgroups of 2 heads by default; a sliding window), up to
 /// 131 keys (3 chunks of 64; the token alone in its chunk at positions 64 and 128), the slots the batch
 /// writes holding NaN before.
 #[test]
@@ -613,6 +693,8 @@ fn rope_attention() {
         (OneHead, KvType::F16, 132),
         (Group4, KvType::F32, 20),
         (Group4, KvType::F16, 64),
+        (Windowed, KvType::F32, 64),
+        (Windowed, KvType::F16, 128),
     ];
     for (case, kv_type, head_dim) in cases {
         let mut gpu = base.clone();
@@ -630,10 +712,11 @@ fn rope_attention() {
         if case == OneHead {
             gpu.lab_mut().attn_heads = Some(1);
         }
+        let family = if case == Windowed { windowed(40) } else { FamilyParams::default() };
         for n in [1, 3] {
             for pos0 in [0, 45, 64, 128, 130] {
                 let n_heads = if case == Group4 { 8 } else { 6 };
-                let cfg = Config { kv: kv_type, head_dim, n_heads, ..attention_config(pos0 + n + 3) };
+                let cfg = Config { kv: kv_type, head_dim, n_heads, family: family.clone(), ..attention_config(pos0 + n + 3) };
                 assert_eq!(attention::fuses_rope(&gpu, &cfg), case != Unfused, "the decode fusions decide");
                 let (q, kv) = (cfg.q_dim() as usize, cfg.kv_dim() as usize);
                 let qkv: Vec<f32> = rng.vec(n as usize * (q + 2 * kv)).iter().map(|v| 3.0 * v).collect();

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use webgpu_llama::plan::{Layout, LoadPlan, PlanOptions, DEFAULT_BATCH};
-use webgpu_llama::{Config, Error, Family, Gguf, KvType, Llama, LoadOptions};
+use webgpu_llama::{Config, Error, Gguf, KvType, Llama, LoadOptions};
 
 fn opts(max_binding: u64) -> PlanOptions {
     PlanOptions { ctx: None, batch: None, kv: KvType::F32, max_binding }
@@ -73,28 +73,5 @@ fn the_plan_refuses_what_the_load_refuses_with_the_same_error() {
             }
             (p, l) => panic!("cap {cap}: plan {:?}, load {:?}", p.err(), l.err()),
         }
-    }
-}
-
-/// The families the config and the CPU reference know but the GPU does not run yet are refused
-/// by the plan, and so by `Llama::load`, with one message naming the architecture.
-#[test]
-fn the_gpu_plan_refuses_the_families_it_does_not_run_yet() {
-    let gpu = gpu(true);
-    for file in ["gemma2-f32.gguf", "gemma3-q8_0.gguf"] {
-        let bytes = family_model(file);
-        let g = Gguf::parse(bytes.as_slice()).unwrap();
-        let arch = g.architecture().unwrap().to_string();
-        assert!(!Family::from_name(&arch).unwrap().gpu_ready());
-        let e = LoadPlan::new(&g, opts(1 << 30)).unwrap_err();
-        assert!(matches!(e, Error::Config(_)), "{e}");
-        assert!(
-            e.to_string().contains(&format!(
-                "architecture {arch} is recognised but not yet run by the GPU engine (it runs: llama, qwen2, qwen3, qwen3moe, phi3, smollm3, granite)"
-            )),
-            "{e}"
-        );
-        let load = Llama::load(&gpu, &g, &bytes, LoadOptions::default()).err().expect("refused");
-        assert_eq!(load, e, "{file}: the load refuses as the plan does");
     }
 }

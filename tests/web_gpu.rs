@@ -163,7 +163,7 @@ async fn gpu_kernel_forms_match_the_f64_reference() {
         let nw: Vec<f32> = (0..cols).map(|_| 1.0 + 0.5 * rand()).collect();
         for n in [1u32, 3] {
             let x: Vec<f32> = (0..n * cols).map(|_| 3.0 * rand()).collect();
-            let got = oneshot::linear_fused(&gpu, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), true).await.unwrap();
+            let got = oneshot::linear_fused(&gpu, &bytes, ty, 0, rows, cols, &x, Some((&nw, 1e-5)), true, false).await.unwrap();
             let want: Vec<f64> = x
                 .chunks(cols as usize)
                 .flat_map(|r| {

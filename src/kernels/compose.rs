@@ -77,6 +77,9 @@ fn compose_inner(key: &PipelineKey) -> String {
     if key.kernel.is_attention() {
         s += include_str!("../../shaders/attention_params.wgsl");
     }
+    if key.kernel.gates() {
+        s += include_str!("../../shaders/activation.wgsl");
+    }
     if key.kernel.reads_kv_cache() {
         s += &unroll(include_str!("../../shaders/kv_cache.wgsl"), &consts(key));
     }

@@ -74,12 +74,14 @@ pub enum Kernel {
     MatvecExp,
     /// Selected experts' down projections, gated, into the residual (per weight format).
     MoeDown,
-    /// SwiGLU activation.
+    /// The gated FFN's activation: SwiGLU, or GEGLU (Gemma).
     Swiglu,
     /// `y += b` over token rows (`shaders/bias.wgsl`).
     Bias,
     /// RMSNorm of each q and k head (`shaders/head_norm.wgsl`).
     HeadNorm,
+    /// The final-logit soft-cap `c tanh(z / c)` (`shaders/softcap.wgsl`; Gemma 2).
+    Softcap,
     /// Top-k of the logits (two stages).
     TopK,
     /// A plain read of a buffer: the bench's measured read bandwidth.
@@ -105,7 +107,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 28] = [
+    pub const ALL: [Kernel; 29] = [
         Kernel::Embed,
         Kernel::RmsNorm,
         Kernel::Matvec,
@@ -125,6 +127,7 @@ impl Kernel {
         Kernel::Swiglu,
         Kernel::Bias,
         Kernel::HeadNorm,
+        Kernel::Softcap,
         Kernel::TopK,
         Kernel::Stream,
         Kernel::Repack,
@@ -160,6 +163,7 @@ impl Kernel {
             Kernel::Swiglu => include_str!("../../shaders/swiglu.wgsl"),
             Kernel::Bias => include_str!("../../shaders/bias.wgsl"),
             Kernel::HeadNorm => include_str!("../../shaders/head_norm.wgsl"),
+            Kernel::Softcap => include_str!("../../shaders/softcap.wgsl"),
             Kernel::TopK => include_str!("../../shaders/topk.wgsl"),
             Kernel::Stream => include_str!("../../shaders/stream.wgsl"),
             Kernel::Repack => include_str!("../../shaders/repack.wgsl"),
@@ -194,6 +198,7 @@ impl Kernel {
             Kernel::Swiglu => "swiglu",
             Kernel::Bias => "bias",
             Kernel::HeadNorm => "head_norm",
+            Kernel::Softcap => "softcap",
             Kernel::TopK => "topk",
             Kernel::Stream => "stream",
             Kernel::Repack => "repack",
@@ -209,13 +214,19 @@ impl Kernel {
     /// Whether the kernel reads the per-batch [`crate::program::Step`] uniform (`st`), and so is
     /// composed with `shaders/step.wgsl`.
     pub fn reads_step(self) -> bool {
-        !matches!(self, Kernel::TopK | Kernel::Stream | Kernel::Repack)
+        !matches!(self, Kernel::TopK | Kernel::Stream | Kernel::Repack | Kernel::Softcap)
     }
 
     /// Whether the kernel is one of attention's, whose uniform is `shaders/attention_params.wgsl`'s
     /// [`crate::attention::AttentionParams`].
     pub fn is_attention(self) -> bool {
         matches!(self, Kernel::Attention | Kernel::AttentionCpu | Kernel::AttentionTiled | Kernel::AttentionDecode | Kernel::AttentionDecodeWide)
+    }
+
+    /// Whether the kernel may apply the gated FFN's activation (SwiGLU or GEGLU), and so is
+    /// composed with `shaders/activation.wgsl`.
+    pub fn gates(self) -> bool {
+        matches!(self, Kernel::Swiglu | Kernel::Matvec)
     }
 
     /// Whether the kernel reads or writes the KV cache, and so is composed with

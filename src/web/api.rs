@@ -414,8 +414,7 @@ pub struct WebLlama {
 /// Rejects with a `TypeError` for arguments of the wrong type (not a `GPUDevice`, not a model
 /// source, bad options), a `RangeError` for bad option values, a `DeviceLostError` when the
 /// device is lost, and an `Error` naming the problem otherwise: not a GGUF, truncated, "WebGPU
-/// path: unsupported architecture" (listing the recognised ones), "architecture X is recognised
-/// but not yet run by the GPU engine", unsupported tensor type, "WebGPU path: at most 256 experts, top-16",
+/// path: unsupported architecture" (listing the recognised ones), unsupported tensor type, "WebGPU path: at most 256 experts, top-16",
 /// GPU validation errors. A model that does not fit rejects with an `OutOfMemoryError` (its
 /// `bytes`, `limit` and `limitName`): a buffer larger than the device's
 /// `maxStorageBufferBindingSize` (naming the tensor, its size, the limit and the limit to

@@ -97,14 +97,16 @@ macro_rules! family_case {
     };
 }
 
-/// The F32 case of every family the GPU engine runs besides llama (`Family::gpu_ready`).
-pub const FAMILIES: [Case; 6] = [
+/// The F32 case of every family besides llama.
+pub const FAMILIES: [Case; 8] = [
     family_case!("qwen2-f32", "qwen2-f32.gguf"),
     family_case!("qwen3-f32", "qwen3-f32.gguf"),
     family_case!("qwen3moe-f32", "qwen3moe-f32.gguf"),
     family_case!("phi3-f32", "phi3-f32.gguf"),
     family_case!("smollm3-f32", "smollm3-f32.gguf"),
     family_case!("granite-f32", "granite-f32.gguf"),
+    family_case!("gemma2-f32", "gemma2-f32.gguf"),
+    family_case!("gemma3-f32", "gemma3-f32.gguf"),
 ];
 
 /// Largest allowed |logit - reference| at any position.
