@@ -129,7 +129,9 @@ impl Llama {
     /// binding); [`Error::OutOfMemory`] when the device refuses an allocation (natively:
     /// `bytes` the weights' and KV cache's as planned, [`LoadPlan::weight_and_cache_bytes`];
     /// `detail` names the buffer refused, its size and the device's message);
-    /// [`Error::DeviceLost`] when the device is or gets lost; [`Error::Gpu`] for other errors
+    /// [`Error::DeviceLost`] when the device's loss is reported by the load's end (wgpu reports
+    /// a destroyed device's once its queue is empty: with other work still running on it, the
+    /// model's first call fails instead); [`Error::Gpu`] for other errors
     /// of the device; [`Error::Input`] for switches or knobs the device cannot run
     /// ([`crate::policy::check`]). A failed load frees every buffer it made.
     pub fn load(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: LoadOptions<'_>) -> Result<Llama> {
