@@ -39,8 +39,11 @@ pub enum Error {
     /// The GPU reported an error (validation, mapping).
     Gpu(String),
     /// The device could not allocate the model's buffers (WebGPU's out-of-memory error while
-    /// loading): `bytes` of GPU buffers were asked for, `detail` is the device's message. The
-    /// browser module rejects with an `OutOfMemoryError`, as for [`Error::TooLarge`].
+    /// loading): `bytes` of GPU buffers were asked for (in the browser every buffer of the
+    /// model; natively its weights and KV cache as planned, [`crate::plan::LoadPlan::weight_and_cache_bytes`];
+    /// 0 where unknown), `detail` is the device's message (natively naming the buffer refused
+    /// and its size). The browser module rejects with an `OutOfMemoryError`, as for
+    /// [`Error::TooLarge`].
     OutOfMemory { bytes: u64, detail: String },
     /// The GPU device was lost (destroyed by the host, a driver reset ...): this call and every
     /// later one on the model fail. The browser module rejects with a `DeviceLostError`.
@@ -77,6 +80,7 @@ impl fmt::Display for Error {
             Error::Input(m) => write!(f, "{m}"),
             Error::InvalidType(m) => write!(f, "{m}"),
             Error::Gpu(m) => write!(f, "GPU error: {m}"),
+            Error::OutOfMemory { bytes: 0, detail } => write!(f, "out of GPU memory: the device could not allocate a buffer ({detail})"),
             Error::OutOfMemory { bytes, detail } => {
                 write!(f, "out of GPU memory: the model needs {bytes} bytes of GPU buffers and the device could not allocate them ({detail})")
             }

@@ -3,9 +3,11 @@
 //! and buffer helpers. What kernels a device gets from these: [`crate::policy`]; the kernels
 //! themselves: [`crate::kernels`].
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+
+mod sink;
 
 /// What the device is and can do, found once: natively from the adapter ([`Gpu::native`]), in
 /// the browser from the host's `GPUDevice` and adapter (`web::adopt`, through
@@ -222,7 +224,8 @@ type MapAsked = (futures_channel::oneshot::Receiver<std::result::Result<(), wgpu
 /// a long prompt's (seconds) sleeps after this, so that a core is not burned for all of it.
 pub const SPIN_LIMIT: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// A device and queue, natively created or adopted from the host page, plus an error sink.
+/// A device and queue, natively created or adopted from the host page, plus what the device
+/// reported outside the calls (its uncaptured errors and its loss: `gpu/sink.rs`).
 #[derive(Clone)]
 pub struct Gpu {
     /// The wgpu device (on the web: the host page's `GPUDevice`).
@@ -231,7 +234,7 @@ pub struct Gpu {
     pub queue: wgpu::Queue,
     /// Adapter name and backend, for logs and the CLI.
     pub adapter_info: String,
-    errors: Arc<Mutex<Vec<String>>>,
+    sink: Arc<sink::Sink>,
     binding_cap: Option<u64>,
     caps: Caps,
     /// The class whose policy applies: a CPU implementation ([`Gpu::is_cpu`]).
@@ -243,18 +246,12 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    /// Wraps an existing device. With `capture_errors` (only for devices we own) uncaptured
-    /// validation and out-of-memory errors are recorded for [`Gpu::check`] instead of panicking.
+    /// Wraps an existing device. With `capture_errors` (only for devices we own: it takes the
+    /// device's one uncaptured-error handler and its one device-lost callback) uncaptured
+    /// validation and out-of-memory errors are recorded for [`Gpu::check`] instead of panicking,
+    /// and the device's loss for [`Gpu::lost`].
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, adapter_info: String, capture_errors: bool) -> Gpu {
-        let errors = Arc::new(Mutex::new(Vec::new()));
-        if capture_errors {
-            let sink = errors.clone();
-            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-                if let Ok(mut v) = sink.lock() {
-                    v.push(e.to_string());
-                }
-            }));
-        }
+        let sink = if capture_errors { sink::Sink::watching(&device) } else { Default::default() };
         let name = adapter_info.to_lowercase();
         let cpu = ["llvmpipe", "lavapipe", "swiftshader", "software"].iter().any(|s| name.contains(s));
         let caps = Caps {
@@ -272,7 +269,7 @@ impl Gpu {
             device,
             queue,
             adapter_info,
-            errors,
+            sink,
             binding_cap: None,
             caps,
             cpu,
@@ -458,20 +455,11 @@ impl Gpu {
         self.binding_cap = Some(bytes);
     }
 
-    /// Returns the first GPU error recorded since the last call, if any.
-    pub fn check(&self) -> Result<()> {
-        let mut v = self.errors.lock().map_err(|_| Error::Gpu("error sink poisoned".into()))?;
-        let first = v.drain(..).next();
-        match first {
-            Some(e) => Err(Error::Gpu(e)),
-            None => Ok(()),
-        }
-    }
-
     /// A storage buffer of `size` bytes rounded up to a multiple of 16 (so that kernels may read
-    /// any f32 vector as `array<vec4<f32>>`), zeroed.
+    /// any f32 vector as `array<vec4<f32>>`), zeroed. A refused allocation (out of memory) is
+    /// recorded for [`Gpu::check`].
     pub fn storage(&self, label: &str, size: u64) -> wgpu::Buffer {
-        self.device.create_buffer(&wgpu::BufferDescriptor {
+        self.allocate(&wgpu::BufferDescriptor {
             label: Some(label),
             size: size.max(16).next_multiple_of(16),
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
@@ -489,7 +477,7 @@ impl Gpu {
     /// A uniform buffer holding `value` (a `#[repr(C)]` struct laid out as its WGSL twin).
     pub fn uniform_of<T: bytemuck::Pod>(&self, label: &str, value: &T) -> wgpu::Buffer {
         let bytes = bytemuck::bytes_of(value);
-        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+        let b = self.allocate(&wgpu::BufferDescriptor {
             label: Some(label),
             size: (bytes.len() as u64).max(16).next_multiple_of(16),
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
@@ -525,19 +513,26 @@ impl Gpu {
     /// to [`SPIN_LIMIT`] with [`Gpu::spin_wait`]; then (or without it) waits, blocking, for
     /// submission `after` (else for all the work submitted so far), after which the callback
     /// has run. A generation's block is read while the next block runs: waiting for everything
-    /// would leave the GPU idle while the block after that is recorded.
+    /// would leave the GPU idle while the block after that is recorded. Should the callback
+    /// still not have run (a map the device dropped), it waits once for everything; so it
+    /// always returns, the device lost or not.
     #[cfg(not(target_arch = "wasm32"))]
     fn wait_for(&self, done: &std::sync::atomic::AtomicBool, after: Option<wgpu::SubmissionIndex>) -> Result<()> {
         let err = |e: wgpu::PollError| Error::Gpu(format!("device poll failed: {e}"));
+        let is_done = || done.load(std::sync::atomic::Ordering::Acquire);
         let start = std::time::Instant::now();
         while self.spin_wait() && start.elapsed() < SPIN_LIMIT {
-            if done.load(std::sync::atomic::Ordering::Acquire) {
+            if is_done() {
                 return Ok(());
             }
             self.device.poll(wgpu::PollType::Poll).map_err(err)?;
             std::hint::spin_loop();
         }
+        let waited_for_all = after.is_none();
         self.device.poll(wgpu::PollType::Wait { submission_index: after, timeout: None }).map_err(err)?;
+        if !is_done() && !waited_for_all {
+            self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(err)?;
+        }
         Ok(())
     }
 
@@ -580,18 +575,31 @@ impl Gpu {
         (rx, done)
     }
 
-    /// Waits for a map [`Gpu::ask_map`] asked for, returns `f` of the bytes and unmaps.
+    /// Waits for a map [`Gpu::ask_map`] asked for, returns `f` of the bytes and unmaps. Every
+    /// failure is [`Error::DeviceLost`] where the device turns out to be lost.
     async fn finish_map<T>(&self, rb: &wgpu::Buffer, (rx, done): MapAsked, after: Option<wgpu::SubmissionIndex>, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         #[cfg(not(target_arch = "wasm32"))]
-        self.wait_for(&done, after)?;
+        let mapped = {
+            let mut rx = rx;
+            self.wait_for(&done, after).map_err(|e| self.or_lost(e))?;
+            // (After the waits the callback has run, or never will: awaiting it could hang.)
+            match rx.try_recv() {
+                Ok(Some(r)) => Ok(r),
+                Ok(None) => return Err(self.or_lost(Error::Gpu("the readback's map did not complete once the device was idle".into()))),
+                Err(c) => Err(c),
+            }
+        };
         #[cfg(target_arch = "wasm32")]
-        let _ = (after, done);
-        rx.await
-            .map_err(|_| Error::Gpu("the readback was dropped (device lost?)".into()))?
-            .map_err(|e| Error::Gpu(format!("could not map the readback buffer: {e}")))?;
-        let data = f(&rb.get_mapped_range(..).map_err(|e| Error::Gpu(format!("mapped range: {e}")))?);
+        let mapped = {
+            let _ = (after, done);
+            rx.await
+        };
+        mapped
+            .map_err(|_| self.or_lost(Error::Gpu("the readback was dropped (device lost?)".into())))?
+            .map_err(|e| self.or_lost(Error::Gpu(format!("could not map the readback buffer: {e}"))))?;
+        let data = f(&rb.get_mapped_range(..).map_err(|e| self.or_lost(Error::Gpu(format!("mapped range: {e}"))))?);
         rb.unmap();
-        self.check()?;
+        self.recorded()?;
         Ok(data)
     }
 }

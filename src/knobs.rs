@@ -120,5 +120,9 @@ knobs! {
     /// Measure the step's floor: every kernel returns at entry, over its planned grid (`grids`)
     /// or one workgroup (`one`); or one kernel alone (`only:NAME`) while the others run.
     hollow: crate::lab::Hollow = crate::lab::parse_hollow;
+    /// Make a load's Nth GPU buffer (from 1; 0: off) fail as if the device were out of memory
+    /// ([`crate::Gpu::storage`]): tests that a failed load names the need and frees what it
+    /// uploaded.
+    fail_alloc_at: u32 = crate::lab::parse_u32;
     }
 }

@@ -126,16 +126,36 @@ impl Llama {
     ///
     /// Errors: any [`LoadPlan::new`] error, decided before anything is uploaded (the config's, or
     /// [`Error::TooLarge`] when a row, an expert stack or the KV cache exceeds one storage
-    /// binding), [`Error::Gpu`] when the device rejects an allocation, [`Error::Input`] for
-    /// switches or knobs the device cannot run ([`crate::policy::check`]).
+    /// binding); [`Error::OutOfMemory`] when the device refuses an allocation (natively:
+    /// `bytes` the weights' and KV cache's as planned, [`LoadPlan::weight_and_cache_bytes`];
+    /// `detail` names the buffer refused, its size and the device's message);
+    /// [`Error::DeviceLost`] when the device's loss is reported by the load's end (wgpu reports
+    /// a destroyed device's once its queue is empty: with other work still running on it, the
+    /// model's first call fails instead); [`Error::Gpu`] for other errors
+    /// of the device; [`Error::Input`] for switches or knobs the device cannot run
+    /// ([`crate::policy::check`]). A failed load frees every buffer it made.
     pub fn load(gpu: &Gpu, g: &Gguf, src: &dyn TensorSource, opts: LoadOptions<'_>) -> Result<Llama> {
+        gpu.lost()?;
         crate::policy::check(gpu)?;
         // Decided from the header before any upload, so that a refused load leaves nothing behind.
         let plan = LoadPlan::new(g, PlanOptions { ctx: opts.ctx, batch: opts.batch, kv: opts.kv, max_binding: gpu.max_binding() })?;
+        #[cfg(feature = "lab")]
+        gpu.count_allocations();
+        // A refused buffer fails the load with what the model needs, not that buffer's size.
+        // The failed load's buffers are destroyed, but wgpu frees a buffer with writes pending
+        // only after the next submission: an empty one, so that nothing stays.
+        let need = plan.weight_and_cache_bytes();
+        let named = |e: Error| {
+            gpu.queue.submit([]);
+            match e {
+                Error::OutOfMemory { detail, .. } => Error::OutOfMemory { bytes: need, detail },
+                e => e,
+            }
+        };
         let (cfg, kv_bytes, batch) = (plan.config, plan.kv_bytes, plan.batch);
         let mut no_progress = |_: &Progress| {};
         let progress = opts.progress.unwrap_or(&mut no_progress);
-        let mut weights = Weights::load(gpu, g, src, &cfg, progress)?;
+        let mut weights = Weights::load(gpu, g, src, &cfg, progress).map_err(named)?;
         let mut b = Builder::new(gpu);
         for r in std::mem::take(&mut weights.repacks) {
             b.repack(&r);
@@ -149,7 +169,11 @@ impl Llama {
         let topk = TopK::build(&mut b, &logits, cfg.vocab);
         let picker = Picker::build(&mut b, &logits, &tokens, &topk, cfg.ctx);
         let Builder { program, setup, buffers, step, .. } = b;
-        gpu.check()?;
+        if let Err(e) = gpu.check() {
+            // (Freed now rather than when wgpu next polls after they drop.)
+            weights.buffers.iter().chain(&buffers).for_each(wgpu::Buffer::destroy);
+            return Err(named(e));
+        }
         Ok(Llama {
             gpu: gpu.clone(),
             config: cfg,
@@ -230,8 +254,9 @@ impl Llama {
 
     /// Checks `forward`'s arguments without touching the GPU.
     ///
-    /// Errors: [`Error::Disposed`]; [`Error::Input`] for a [`Llama::generate`] call under way,
-    /// an empty list, `start_pos + tokens.len() > ctx`, a gap in the cache, an id `>= vocab`.
+    /// Errors: [`Error::Disposed`]; [`Error::DeviceLost`] once the device's loss was reported
+    /// ([`Gpu::lost`]); [`Error::Input`] for a [`Llama::generate`] call under way, an empty
+    /// list, `start_pos + tokens.len() > ctx`, a gap in the cache, an id `>= vocab`.
     pub fn validate(&self, tokens: &[u32], start_pos: u32) -> Result<()> {
         self.validate_span(tokens.len() as u64, start_pos)?;
         if let Some((i, t)) = tokens.iter().enumerate().find(|(_, &t)| t >= self.config.vocab) {
@@ -245,6 +270,7 @@ impl Llama {
         if self.disposed.get() {
             return Err(Error::Disposed);
         }
+        self.gpu.lost()?;
         if self.generating.get() || self.reserved.get() {
             return Err(Error::Input("a generate call is under way: await it before the next forward or generate".into()));
         }
@@ -421,8 +447,9 @@ impl Llama {
     /// [`Llama::submit_top_k`] call, its `(id, logit)` pairs' bits, which [`crate::topk::decode`]
     /// reads from [`Llama::read`]'s copy).
     ///
-    /// Errors: [`Error::Gpu`] (the buffer could not be mapped, the device was lost, or a GPU
-    /// error was captured).
+    /// Errors: [`Error::DeviceLost`] when the device was lost before or while it ran (never a
+    /// hang: natively the wait ends once the device is idle); [`Error::Gpu`] (the buffer could
+    /// not be mapped, or a GPU error was captured).
     pub async fn read_with<T>(&self, pending: Pending, f: impl FnOnce(&[f32]) -> T) -> Result<T> {
         // (Mapped memory is 4-byte aligned in practice; otherwise it is copied first.)
         let read = |b: &[u8]| match bytemuck::try_cast_slice(b) {
@@ -447,7 +474,7 @@ impl Llama {
     ///
     /// Errors: [`Error::Input`] for an empty list, a token id `>= vocab`, `start_pos +
     /// tokens.len() > ctx` ("past the context") or `start_pos` past the filled positions (a gap);
-    /// [`Error::Disposed`]; [`Error::Gpu`].
+    /// [`Error::Disposed`]; [`Error::DeviceLost`]; [`Error::Gpu`].
     pub async fn forward(&self, tokens: &[u32], start_pos: u32) -> Result<Vec<f32>> {
         let pending = self.submit(tokens, start_pos, false)?;
         self.read(pending).await

@@ -98,6 +98,13 @@ impl LoadPlan {
         Ok(LoadPlan { config, kv_bytes, batch, tensors })
     }
 
+    /// Bytes of the weight buffers ([`LoadPlan::weight_buffer_bytes`]) and of the KV cache (a
+    /// key and a value buffer of [`LoadPlan::kv_bytes`] a layer): what the model holds on the
+    /// GPU but for its activations and uniforms.
+    pub fn weight_and_cache_bytes(&self) -> u64 {
+        self.weight_buffer_bytes() + 2 * self.config.n_layers as u64 * self.kv_bytes
+    }
+
     /// Bytes of the weight buffers (stored bytes plus each buffer's padding, before fusing
     /// neighbours into one buffer).
     pub fn weight_buffer_bytes(&self) -> u64 {
