@@ -1,8 +1,9 @@
-//! Synthetic LLaMA GGUFs: real models' shapes with random weights, for tests on odd shapes and for
+//! Synthetic GGUFs: real models' shapes with random weights, for tests on odd shapes and for
 //! benchmarks on GPU-sized models that cannot be downloaded here. Quantisation is this crate's own
-//! ([`crate::ggml::quantize`], ggml's block layouts).
+//! ([`crate::ggml::quantize`], ggml's block layouts). Each file carries a minimal SentencePiece-style
+//! tokenizer ([`tokenizer`]) so that llama.cpp loads the same file for side-by-side benchmarks.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::ggml::{quantize, GgmlType};
 use crate::gguf::{GgufWriter, Value};
@@ -18,13 +19,13 @@ pub struct Shape {
     pub n_heads: u32,
     /// KV heads.
     pub n_kv_heads: u32,
-    /// Head dim (`llama.attention.key_length`; `None` = d / n_heads, key not written).
+    /// Head dim (`<arch>.attention.key_length` and `value_length`; `None` = d / n_heads, key not written).
     pub head_dim: Option<u32>,
-    /// RoPE dims (`llama.rope.dimension_count`; `None` = not written).
+    /// RoPE dims (`<arch>.rope.dimension_count`; `None` = not written).
     pub n_rot: Option<u32>,
     /// FFN width (per expert for MoE).
     pub ff: u32,
-    /// Vocabulary.
+    /// Vocabulary: the token embedding's rows and the [`tokenizer`]'s tokens.
     pub vocab: u32,
     /// Experts (0 = dense) and experts used per token.
     pub experts: u32,
@@ -38,16 +39,31 @@ pub struct Shape {
     pub rope_scale: Option<f32>,
     /// RoPE base.
     pub theta: f32,
-    /// `llama.context_length`.
+    /// `<arch>.context_length`.
     pub ctx: u32,
+    /// RMSNorm epsilon (`<arch>.attention.layer_norm_rms_epsilon`).
+    pub eps: f32,
+    /// Sliding-window length (`<arch>.attention.sliding_window`; 0 = not written).
+    pub sliding_window: u32,
+    /// `<arch>.attention.sliding_window_pattern` as a period n (layer l local unless
+    /// l % n == n - 1; `None` = not written: llama.cpp's default, 6 for Gemma 3, 2 for Gemma 2).
+    pub swa_pattern: Option<u32>,
+    /// RoPE base of the sliding-window layers (`<arch>.rope.freq_base_swa`; `None` = not written).
+    pub theta_swa: Option<f32>,
+    /// Attention-score soft-cap (`<arch>.attn_logit_softcapping`; `None` = not written).
+    pub attn_softcap: Option<f32>,
+    /// Final-logit soft-cap (`<arch>.final_logit_softcapping`; `None` = not written).
+    pub final_softcap: Option<f32>,
     /// The GGUF architecture: its metadata prefix and the tensors it adds (Qwen2's q/k/v
-    /// biases, Qwen3's q/k norms, Phi-3's fused q/k/v and gate/up matrices and LongRoPE
-    /// tables). Llama, Qwen2, Qwen3 and Phi-3 only.
+    /// biases, Qwen3's and Gemma 3's q/k norms, Gemma's post-attention and post-FFN norms,
+    /// Phi-3's fused q/k/v and gate/up matrices and LongRoPE tables). Llama, Qwen2, Qwen3,
+    /// Phi-3, Gemma 2 and Gemma 3 only (the dense block of each; MoE on llama only).
     pub family: Family,
 }
 
 impl Shape {
-    /// A dense model with the common defaults (untied, theta 10000, ctx 2048).
+    /// A dense model with the common defaults (untied, theta 10000, eps 1e-5, ctx 2048, no
+    /// sliding window or soft-cap).
     pub fn dense(d: u32, n_layers: u32, n_heads: u32, n_kv_heads: u32, ff: u32, vocab: u32) -> Shape {
         Shape {
             d,
@@ -65,6 +81,12 @@ impl Shape {
             rope_scale: None,
             theta: 10000.0,
             ctx: 2048,
+            eps: 1e-5,
+            sliding_window: 0,
+            swa_pattern: None,
+            theta_swa: None,
+            attn_softcap: None,
+            final_softcap: None,
             family: Family::Llama,
         }
     }
@@ -96,21 +118,21 @@ impl Shape {
     }
 
     /// Qwen2.5-0.5B: d 896, 24 layers, 14/2 heads, ff 4864, vocab 151936, q/k/v biases, tied
-    /// output, theta 1e6.
+    /// output, theta 1e6, eps 1e-6.
     pub fn qwen25_05b() -> Shape {
-        Shape { family: Family::Qwen2, tied: true, theta: 1e6, ctx: 32768, ..Shape::dense(896, 24, 14, 2, 4864, 151936) }
+        Shape { family: Family::Qwen2, tied: true, theta: 1e6, eps: 1e-6, ctx: 32768, ..Shape::dense(896, 24, 14, 2, 4864, 151936) }
     }
 
     /// Qwen3-0.6B: d 1024, 28 layers, 16/8 heads of 128 (q width 2048), ff 3072, vocab 151936,
-    /// q/k norms, tied output, theta 1e6.
+    /// q/k norms, tied output, theta 1e6, eps 1e-6.
     pub fn qwen3_06b() -> Shape {
-        Shape { family: Family::Qwen3, head_dim: Some(128), tied: true, theta: 1e6, ctx: 40960, ..Shape::dense(1024, 28, 16, 8, 3072, 151936) }
+        Shape { family: Family::Qwen3, head_dim: Some(128), tied: true, theta: 1e6, eps: 1e-6, ctx: 40960, ..Shape::dense(1024, 28, 16, 8, 3072, 151936) }
     }
 
     /// Qwen3-4B: d 2560, 36 layers, 32/8 heads of 128 (q width 4096), ff 9728, vocab 151936,
-    /// q/k norms, tied output, theta 1e6.
+    /// q/k norms, tied output, theta 1e6, eps 1e-6.
     pub fn qwen3_4b() -> Shape {
-        Shape { family: Family::Qwen3, head_dim: Some(128), tied: true, theta: 1e6, ctx: 40960, ..Shape::dense(2560, 36, 32, 8, 9728, 151936) }
+        Shape { family: Family::Qwen3, head_dim: Some(128), tied: true, theta: 1e6, eps: 1e-6, ctx: 40960, ..Shape::dense(2560, 36, 32, 8, 9728, 151936) }
     }
 
     /// Phi-3.5-mini: d 3072, 32 layers, 32/32 heads of 96, ff 8192, vocab 32064, fused q/k/v and
@@ -119,14 +141,68 @@ impl Shape {
         Shape { family: Family::Phi3, ctx: 131072, ..Shape::dense(3072, 32, 32, 32, 8192, 32064) }
     }
 
-    /// A named shape: `llama-3.2-1b`, `llama-3-8b`, `tinyllama-1.1b`, `moe-8x-1b`, `smollm2-135m`,
-    /// `qwen2.5-0.5b`, `qwen3-0.6b`, `qwen3-4b`, `phi-3.5-mini`.
+    /// Gemma-3-1B (google/gemma-3-1b-pt's config.json, as llama.cpp's converter writes it): d 1152,
+    /// 26 layers, 4/1 heads of 256 (q width 1024), ff 6912, vocab 262144, tied output, q/k norms,
+    /// post-attention and post-FFN norms, eps 1e-6, sliding window 512 on 5 of every 6 layers
+    /// (llama.cpp's default pattern, no key) with RoPE base 10000 there and 1e6 on the global
+    /// layers, context 32768.
+    pub fn gemma3_1b() -> Shape {
+        Shape {
+            family: Family::Gemma3,
+            head_dim: Some(256),
+            tied: true,
+            theta: 1e6,
+            theta_swa: Some(10000.0),
+            sliding_window: 512,
+            eps: 1e-6,
+            ctx: 32768,
+            ..Shape::dense(1152, 26, 4, 1, 6912, 262144)
+        }
+    }
+
+    /// Gemma-2-2B (google/gemma-2-2b's config.json, as llama.cpp's converter writes it): d 2304,
+    /// 26 layers, 8/4 heads of 256 (q width 2048), ff 9216, vocab 256000, tied output, post
+    /// norms, no q/k norms, eps 1e-6, attention soft-cap 50, final soft-cap 30, sliding window
+    /// 4096 on every other layer (llama.cpp's default pattern, no key), RoPE base 10000 on all
+    /// layers, context 8192.
+    pub fn gemma2_2b() -> Shape {
+        Shape {
+            family: Family::Gemma2,
+            head_dim: Some(256),
+            tied: true,
+            sliding_window: 4096,
+            attn_softcap: Some(50.0),
+            final_softcap: Some(30.0),
+            eps: 1e-6,
+            ctx: 8192,
+            ..Shape::dense(2304, 26, 8, 4, 9216, 256000)
+        }
+    }
+
+    /// Every name [`Shape::named`] knows, in the order help texts list them.
+    pub const NAMES: [&'static str; 11] = [
+        "llama-3.2-1b",
+        "llama-3-8b",
+        "tinyllama-1.1b",
+        "moe-8x-1b",
+        "smollm2-135m",
+        "qwen2.5-0.5b",
+        "qwen3-0.6b",
+        "qwen3-4b",
+        "phi-3.5-mini",
+        "gemma-3-1b",
+        "gemma-2-2b",
+    ];
+
+    /// A named shape, one of [`Shape::NAMES`].
     pub fn named(name: &str) -> Option<Shape> {
         match name {
             "qwen2.5-0.5b" => Some(Shape::qwen25_05b()),
             "qwen3-0.6b" => Some(Shape::qwen3_06b()),
             "qwen3-4b" => Some(Shape::qwen3_4b()),
             "phi-3.5-mini" => Some(Shape::phi35_mini()),
+            "gemma-3-1b" => Some(Shape::gemma3_1b()),
+            "gemma-2-2b" => Some(Shape::gemma2_2b()),
             "smollm2-135m" => Some(Shape::smollm2_135m()),
             "llama-3.2-1b" => Some(Shape::llama32_1b()),
             "llama-3-8b" => Some(Shape::llama3_8b()),
@@ -193,10 +269,14 @@ impl Rng {
     }
 }
 
-/// Builds a synthetic model: uniform weights scaled by 1/sqrt(fan-in), norms near 1.
+/// Builds a synthetic model: uniform weights scaled by 1/sqrt(fan-in), norms near 1, and the
+/// [`tokenizer`] of `shape.vocab` tokens.
+///
+/// # Errors
+/// [`Error::Input`] when a tensor's element count is not a multiple of its type's block size
+/// (e.g. a Q4_K matrix of fewer than 256 elements).
 pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
     let s = shape;
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let (d, hd) = (s.d as u64, s.hd() as u64);
     let (q, kv, ff, e) = (s.n_heads as u64 * hd, s.n_kv_heads as u64 * hd, s.ff as u64, s.experts as u64);
     let arch = s.family.name();
@@ -209,7 +289,7 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
         .kv(&key("feed_forward_length"), Value::U32(s.ff))
         .kv(&key("attention.head_count"), Value::U32(s.n_heads))
         .kv(&key("attention.head_count_kv"), Value::U32(s.n_kv_heads))
-        .kv(&key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5))
+        .kv(&key("attention.layer_norm_rms_epsilon"), Value::F32(s.eps))
         .kv(&key("rope.freq_base"), Value::F32(s.theta))
         .kv(&key("context_length"), Value::U32(s.ctx))
         .kv(&key("vocab_size"), Value::U32(s.vocab));
@@ -222,19 +302,35 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
     if let Some(f) = s.rope_scale {
         w.kv(&key("rope.scaling.type"), Value::Str("linear".into())).kv(&key("rope.scaling.factor"), Value::F32(f));
     }
+    if s.sliding_window > 0 {
+        w.kv(&key("attention.sliding_window"), Value::U32(s.sliding_window));
+    }
+    for (k, v) in [("attention.sliding_window_pattern", s.swa_pattern.map(Value::U32)), ("rope.freq_base_swa", s.theta_swa.map(Value::F32))] {
+        if let Some(v) = v {
+            w.kv(&key(k), v);
+        }
+    }
+    for (k, v) in [("attn_logit_softcapping", s.attn_softcap), ("final_logit_softcapping", s.final_softcap)] {
+        if let Some(v) = v {
+            w.kv(&key(k), Value::F32(v));
+        }
+    }
+    tokenizer(&mut w, s.vocab);
     if s.experts > 0 {
         w.kv(&key("expert_count"), Value::U32(s.experts)).kv(&key("expert_used_count"), Value::U32(s.topk));
     }
     let phi3 = s.family == Family::Phi3;
+    let gemma = matches!(s.family, Family::Gemma2 | Family::Gemma3);
     if phi3 {
         // Phi-3.5-mini's LongRoPE: trained on 4096 positions, magnitude sqrt(1 + ln(32) / ln(4096)).
         let attn_factor = (1.0 + (s.ctx as f32 / 4096.0).ln() / 4096f32.ln()).sqrt();
         w.kv(&key("rope.scaling.original_context_length"), Value::U32(4096)).kv(&key("rope.scaling.attn_factor"), Value::F32(attn_factor));
     }
+    // Each tensor draws from its own streams (seeded by the model's seed and the tensor's index).
+    let mut index = 0u64;
     let mut tensor = |w: &mut GgufWriter, name: &str, dims: &[u64], ty: GgmlType, scale: f32, offset: f32| -> Result<()> {
-        let n: u64 = dims.iter().product();
-        let vals: Vec<f32> = (0..n).map(|_| offset + scale * rng.uniform()).collect();
-        w.tensor(name, dims, ty, quantize(ty, &vals)?);
+        index += 1;
+        w.tensor(name, dims, ty, random_tensor(ty, dims.iter().product(), scale, offset, mix(seed) ^ index)?);
         Ok(())
     };
     let mat = |cols: u64| 1.0 / (cols as f32).sqrt();
@@ -272,11 +368,14 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
                 tensor(&mut w, &format!("blk.{l}.{x}.bias"), &[n], GgmlType::F32, 0.1, 0.0)?;
             }
         }
-        if s.family == Family::Qwen3 {
+        if matches!(s.family, Family::Qwen3 | Family::Gemma3) {
             tensor(&mut w, &b("attn_q_norm"), &[hd], GgmlType::F32, 0.2, 1.0)?;
             tensor(&mut w, &b("attn_k_norm"), &[hd], GgmlType::F32, 0.2, 1.0)?;
         }
         tensor(&mut w, &b("attn_output"), &[q, d], t("attn_output"), mat(q), 0.0)?;
+        if gemma {
+            tensor(&mut w, &b("post_attention_norm"), &[d], GgmlType::F32, 0.2, 1.0)?;
+        }
         tensor(&mut w, &b("ffn_norm"), &[d], GgmlType::F32, 0.2, 1.0)?;
         if s.experts > 0 {
             tensor(&mut w, &b("ffn_gate_inp"), &[d, e], GgmlType::F32, mat(d), 0.0)?;
@@ -291,6 +390,115 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
             tensor(&mut w, &b("ffn_up"), &[d, ff], t("ffn_up"), mat(d), 0.0)?;
             tensor(&mut w, &b("ffn_down"), &[ff, d], t("ffn_down"), mat(ff), 0.0)?;
         }
+        if gemma {
+            tensor(&mut w, &b("post_ffw_norm"), &[d], GgmlType::F32, 0.2, 1.0)?;
+        }
     }
     Ok(w)
+}
+
+/// Elements of one independently seeded piece of a tensor: a multiple of every GGML block size
+/// (1, 32, 256), so each piece quantises on its own.
+const PIECE: u64 = 1 << 18;
+
+/// splitmix64's finaliser: distinct, well-spread seeds from consecutive integers.
+fn mix(x: u64) -> u64 {
+    let x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// `n` values `offset + scale * u` (u from [`Rng::uniform`]) quantised to `ty`. Piece `i` of
+/// [`PIECE`] elements draws from its own stream, seeded by `seed` and `i`, so the pieces are made
+/// on every core while the bytes stay the same whatever their number (a multi-billion-parameter
+/// shape is otherwise bound by one thread's random numbers).
+///
+/// # Errors
+/// [`Error::Input`] when `n` is not a multiple of the type's block size.
+fn random_tensor(ty: GgmlType, n: u64, scale: f32, offset: f32, seed: u64) -> Result<Vec<u8>> {
+    let bytes =
+        ty.tensor_bytes(n).ok_or_else(|| Error::Input(format!("{n} values of {} is not a multiple of its block size {}", ty.name(), ty.block_size())))?;
+    let pieces = n.div_ceil(PIECE);
+    let piece = |i: u64| {
+        let mut rng = Rng(mix(seed ^ mix(i)) | 1);
+        let vals: Vec<f32> = (i * PIECE..n.min((i + 1) * PIECE)).map(|_| offset + scale * rng.uniform()).collect();
+        quantize(ty, &vals)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get() as u64).min(pieces);
+    let parts: Vec<Result<Vec<u8>>> = if threads <= 1 {
+        (0..pieces).map(piece).collect()
+    } else {
+        // Thread t makes pieces t, t + threads, ...; they are put back in order.
+        let mut done: Vec<Vec<(u64, Result<Vec<u8>>)>> = Vec::new();
+        std::thread::scope(|s| {
+            let piece = &piece;
+            let handles: Vec<_> = (0..threads).map(|t| s.spawn(move || (t..pieces).step_by(threads as usize).map(|i| (i, piece(i))).collect())).collect();
+            done = handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect();
+        });
+        let mut all: Vec<(u64, Result<Vec<u8>>)> = done.into_iter().flatten().collect();
+        all.sort_by_key(|(i, _)| *i);
+        all.into_iter().map(|(_, p)| p).collect()
+    };
+    let mut out = Vec::with_capacity(bytes as usize);
+    for p in parts {
+        out.extend_from_slice(&p?);
+    }
+    Ok(out)
+}
+
+/// Writes a minimal SentencePiece-style tokenizer of exactly `vocab` tokens, the keys llama.cpp's
+/// `llama_vocab::impl::load` reads for `tokenizer.ggml.model = "llama"` (its SPM vocabulary; every
+/// architecture loads it, and the token count must equal the embedding's rows): `<unk>` (0,
+/// unknown), `<s>` (1, control, BOS), `</s>` (2, control, EOS), the 256 byte tokens `<0x00>` ..
+/// `<0xFF>` (byte type: any text tokenises), then word pieces `▁a`, `▁b`, ... `▁aa` ... (normal,
+/// scores falling with the id as SentencePiece ranks them). A vocabulary under 259 tokens keeps
+/// the first `vocab` of these (llama.cpp then warns of the missing newline byte, and ignores
+/// special ids past the end, which are not written).
+pub fn tokenizer(w: &mut GgufWriter, vocab: u32) {
+    const SPECIALS: [(&str, i32); 3] = [("<unk>", 2), ("<s>", 3), ("</s>", 3)];
+    let n = vocab as usize;
+    let mut tokens = Vec::with_capacity(n);
+    let mut types = Vec::with_capacity(n);
+    let mut scores = Vec::with_capacity(n);
+    for (name, ty) in SPECIALS {
+        tokens.push(Value::Str(name.into()));
+        types.push(Value::I32(ty));
+    }
+    for b in 0..=255u8 {
+        tokens.push(Value::Str(format!("<0x{b:02X}>")));
+        types.push(Value::I32(6));
+    }
+    tokens.truncate(n);
+    types.truncate(n);
+    scores.resize(tokens.len(), Value::F32(0.0));
+    for rank in 0..n - tokens.len() {
+        tokens.push(Value::Str(format!("\u{2581}{}", letters(rank))));
+        types.push(Value::I32(1));
+        scores.push(Value::F32(-(rank as f32)));
+    }
+    w.kv("tokenizer.ggml.model", Value::Str("llama".into()))
+        .kv("tokenizer.ggml.tokens", Value::Array(tokens))
+        .kv("tokenizer.ggml.scores", Value::Array(scores))
+        .kv("tokenizer.ggml.token_type", Value::Array(types));
+    for (key, id) in [("tokenizer.ggml.unknown_token_id", 0), ("tokenizer.ggml.bos_token_id", 1), ("tokenizer.ggml.eos_token_id", 2)] {
+        if id < vocab {
+            w.kv(key, Value::U32(id));
+        }
+    }
+}
+
+/// `i` in bijective base 26 over `a..z` (`a`, ..., `z`, `aa`, `ab`, ...): distinct pieces for
+/// distinct `i`.
+fn letters(mut i: usize) -> String {
+    let mut out = Vec::new();
+    loop {
+        out.push(b'a' + (i % 26) as u8);
+        if i < 26 {
+            break;
+        }
+        i = i / 26 - 1;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
 }

@@ -121,7 +121,7 @@ mod cli {
         },
         /// Write a GGUF of a real model's shape with random weights (for benchmarks).
         Gen {
-            /// Shape: llama-3.2-1b, llama-3-8b, tinyllama-1.1b, moe-8x-1b, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, qwen3-4b, phi-3.5-mini, or smoke (a small dense model).
+            /// Shape: llama-3.2-1b, llama-3-8b, tinyllama-1.1b, moe-8x-1b, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, qwen3-4b, phi-3.5-mini, gemma-3-1b, gemma-2-2b, or smoke (a small dense model).
             #[arg(long)]
             shape: String,
             /// Weight format: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K or Q4_K_M.
@@ -441,8 +441,7 @@ mod cli {
                 use webgpu_llama::synth::{model, Scheme, Shape};
                 let s = match shape.as_str() {
                     "smoke" => Shape::dense(256, 4, 8, 2, 768, 4096),
-                    name => Shape::named(name)
-                        .ok_or_else(|| format!("unknown shape {name:?}: llama-3.2-1b, llama-3-8b, tinyllama-1.1b, moe-8x-1b, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b, qwen3-4b, phi-3.5-mini or smoke"))?,
+                    name => Shape::named(name).ok_or_else(|| format!("unknown shape {name:?}: {} or smoke", Shape::NAMES.join(", ")))?,
                 };
                 let scheme = Scheme::parse(&ty).ok_or_else(|| format!("unknown weight format {ty:?}"))?;
                 let t = Instant::now();
