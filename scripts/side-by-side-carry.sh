@@ -17,7 +17,8 @@
 #        carry:   [".bin", ".gl", ".whl", ".devcarry", "bench-carry"]
 # (side_by_side.sh's header lists its steps; a second call only finds the models and builds of a
 # machine that is still warm.) scripts/device-vulkan-depth.sh is issue 8's Vulkan call with the
-# depth-4096 runs; scripts/device-ab.sh alternates two builds on the same files.
+# depth-4096 runs; scripts/device-ab.sh alternates two builds on the same files;
+# scripts/device-families.sh (carry [".bin", ".gl", ".devcarry"]) runs the family shapes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${SHARED:-../shared}
