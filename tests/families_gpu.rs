@@ -86,8 +86,7 @@ fn every_gpu_family_case_matches_its_reference() {
 }
 
 /// `webgpu-llama gen`'s family shapes (`synth`), scaled down: each GGUF the generator writes loads,
-/// and the GPU's logits over a few tokens match the float64 reference on the same file (a family
-/// the GPU does not run yet is skipped, saying so).
+/// and the GPU's logits over a few tokens match the float64 reference on the same file.
 #[test]
 fn synthetic_family_models_match_the_reference() {
     use webgpu_llama::synth::{model, Scheme, Shape};
@@ -114,10 +113,6 @@ fn synthetic_family_models_match_the_reference() {
     ];
     for scaled in shapes {
         let family = scaled.family;
-        if !family.gpu_ready() {
-            println!("synthetic {family}: skipped: the GPU engine does not run {family} yet");
-            continue;
-        }
         let shape = Shape { tied: family != Family::Phi3, ctx: 8192, ..scaled };
         let bytes = model(&shape, Scheme::parse("Q8_0").unwrap(), 11).unwrap().to_bytes();
         let tokens = [1, 7, 42, 299, 5, 100];
