@@ -217,7 +217,9 @@ impl Shape {
     }
 }
 
-/// How the weight matrices are stored (norms stay F32, as llama.cpp's quantiser leaves them).
+/// How the weight matrices are stored (norms stay F32, as llama.cpp's quantiser leaves them). A
+/// matrix whose rows do not fill whole blocks of its type takes llama.cpp's fallback type
+/// ([`Scheme::fitted`]): Gemma-3-1B's width 1152 and Qwen2.5-0.5B's 896 are not multiples of 256.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     /// Every matrix in one type.
@@ -236,11 +238,58 @@ impl Scheme {
         GgmlType::from_name(s).map(Scheme::All)
     }
 
+    /// `general.file_type`: llama.cpp's `llama_ftype` for the scheme (`include/llama.h`; a single
+    /// K-quant type as its `_S` mix), which its loader prints as the model's type instead of a
+    /// guess from the tensors.
+    pub fn file_type(self) -> u32 {
+        match self {
+            Scheme::Q4KM => 15,
+            Scheme::All(t) => match t {
+                GgmlType::F32 => 0,
+                GgmlType::F16 => 1,
+                GgmlType::Q4_0 => 2,
+                GgmlType::Q4_1 => 3,
+                GgmlType::Q8_0 => 7,
+                GgmlType::Q5_0 => 8,
+                GgmlType::Q5_1 => 9,
+                GgmlType::Q2_K => 10,
+                GgmlType::Q3_K => 11,
+                GgmlType::Q4_K => 14,
+                GgmlType::Q5_K => 16,
+                GgmlType::Q6_K => 18,
+                GgmlType::BF16 => 32,
+            },
+        }
+    }
+
     fn type_for(self, name: &str) -> GgmlType {
         match self {
             Scheme::All(t) => t,
             Scheme::Q4KM if name == "output.weight" || name.contains("attn_v") || name.contains("ffn_down") => GgmlType::Q6_K,
             Scheme::Q4KM => GgmlType::Q4_K,
+        }
+    }
+
+    /// `ty` for a tensor whose rows hold `cols` values: `ty` itself when they fill whole blocks,
+    /// else llama.cpp's fallback (`tensor_type_fallback` in `src/llama-quant.cpp`: Q4_K -> Q5_0,
+    /// Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K and Q3_K -> Q4_0), and F16 where that does not fit either
+    /// (ggml needs whole blocks in a row).
+    pub fn fitted(ty: GgmlType, cols: u64) -> GgmlType {
+        let fits = |t: GgmlType| cols % t.block_size() == 0;
+        if fits(ty) {
+            return ty;
+        }
+        let fallback = match ty {
+            GgmlType::Q4_K => GgmlType::Q5_0,
+            GgmlType::Q5_K => GgmlType::Q5_1,
+            GgmlType::Q6_K => GgmlType::Q8_0,
+            GgmlType::Q2_K | GgmlType::Q3_K => GgmlType::Q4_0,
+            t => t,
+        };
+        if fits(fallback) {
+            fallback
+        } else {
+            GgmlType::F16
         }
     }
 }
@@ -284,6 +333,7 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
     let mut w = GgufWriter::new(3);
     w.kv("general.architecture", Value::Str(arch.into()))
         .kv("general.name", Value::Str("synthetic".into()))
+        .kv("general.file_type", Value::U32(scheme.file_type()))
         .kv(&key("embedding_length"), Value::U32(s.d))
         .kv(&key("block_count"), Value::U32(s.n_layers))
         .kv(&key("feed_forward_length"), Value::U32(s.ff))
@@ -330,6 +380,7 @@ pub fn model(shape: &Shape, scheme: Scheme, seed: u64) -> Result<GgufWriter> {
     let mut index = 0u64;
     let mut tensor = |w: &mut GgufWriter, name: &str, dims: &[u64], ty: GgmlType, scale: f32, offset: f32| -> Result<()> {
         index += 1;
+        let ty = Scheme::fitted(ty, dims[0]);
         w.tensor(name, dims, ty, random_tensor(ty, dims.iter().product(), scale, offset, mix(seed) ^ index)?);
         Ok(())
     };

@@ -109,6 +109,21 @@ fn the_gemma_shapes_read_back_as_the_real_models() {
     assert_eq!((0..4).map(|l| f.is_swa(l)).collect::<Vec<_>>(), [true, false, true, false], "every other layer local");
 }
 
+#[test]
+fn k_quants_fall_back_where_rows_do_not_fill_their_blocks() {
+    // Gemma-3-1B's width 1152 is 4.5 Q4_K blocks; its FFN width 6912 and q width 1024 are whole.
+    let s = Shape { n_layers: 1, vocab: 512, ..Shape::gemma3_1b() };
+    let bytes = model(&s, Scheme::Q4KM, 5).unwrap().to_bytes();
+    let g = Gguf::parse(bytes.as_slice()).unwrap();
+    let ty = |name: &str| g.tensor(name).unwrap().ggml_type;
+    let got = ["token_embd.weight", "blk.0.attn_q.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight", "blk.0.ffn_down.weight"].map(ty);
+    assert_eq!(got, [GgmlType::Q5_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K], "llama.cpp's tensor_type_fallback");
+    assert_eq!(Config::from_gguf(&g, None).unwrap().d, 1152);
+    assert_eq!(id(&g, "general.file_type"), Some(15), "llama.cpp's LLAMA_FTYPE_MOSTLY_Q4_K_M");
+    assert_eq!(Scheme::fitted(GgmlType::Q8_0, 48), GgmlType::F16, "no block fits: F16");
+    assert_eq!(Scheme::fitted(GgmlType::Q4_K, 512), GgmlType::Q4_K);
+}
+
 /// A scaled-down Gemma file through the float64 reference, with its sliding window of 3 and with
 /// one longer than the cache: the rows agree while every key is inside the window and differ once
 /// one falls out.
