@@ -300,6 +300,13 @@ impl Config {
     }
 
     /// The per-frequency RoPE divisor table the forward pass uses, if any: Llama-3's
+    /// The config the sliding-window layers rotate with: their own RoPE base and linear scaling
+    /// ([`FamilyParams::theta_swa`], [`FamilyParams::rope_scale_swa`]; llama.cpp's
+    /// `freq_base_swa`, `freq_scale_swa`), and no frequency factors.
+    pub fn swa_rope(&self) -> Config {
+        Config { theta: self.family.theta_swa, rope_scale: self.family.rope_scale_swa, ..self.clone() }
+    }
+
     /// `rope_freqs.weight`, or LongRoPE's long table when [`Config::ctx`] exceeds the original
     /// context ([`FamilyParams::rope_orig_ctx`]), else its short one (as llama.cpp picks by its
     /// context size).

@@ -115,7 +115,7 @@ impl Activations {
         let rope = b.gpu.storage_with("rope", bytemuck::cast_slice(&crate::rope::table(cfg, weights.rope_freqs.as_deref(), cfg.ctx)));
         b.buffers.push(rope.clone());
         // (Gemma 2's sliding-window layers rotate as its global ones: one table serves both.)
-        let swa = swa_config(cfg);
+        let swa = cfg.swa_rope();
         let own = crate::rope::frequencies(&swa, None) != crate::rope::frequencies(cfg, weights.rope_freqs.as_deref());
         let rope_swa = ((0..cfg.n_layers).any(|l| cfg.family.is_swa(l)) && own).then(|| {
             let table = crate::rope::table(&swa, None, cfg.ctx);
@@ -139,12 +139,6 @@ impl Activations {
             rope_swa,
         }
     }
-}
-
-/// The RoPE of the sliding-window layers: their own base and linear scaling, no frequency
-/// factors (llama.cpp's `freq_base_swa`, `freq_scale_swa`).
-fn swa_config(cfg: &Config) -> Config {
-    Config { theta: cfg.family.theta_swa, rope_scale: cfg.family.rope_scale_swa, ..cfg.clone() }
 }
 
 /// How a layer's attention sees positions: its RoPE table and its sliding window

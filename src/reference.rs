@@ -127,7 +127,7 @@ impl Reference {
         let factors: Option<Vec<f32>> = c.rope_factors().map(|name| self.w(name).iter().map(|&x| x as f32).collect());
         let freqs = crate::rope::frequencies(&c, factors.as_deref());
         // Sliding-window layers rotate with their own base and no scaling (llama.cpp's *_swa).
-        let freqs_swa = crate::rope::frequencies(&Config { theta: c.family.theta_swa, rope_scale: c.family.rope_scale_swa, ..c.clone() }, None);
+        let freqs_swa = crate::rope::frequencies(&c.swa_rope(), None);
         let embd_scale = c.family.embd_scale as f64;
         let mut x: Vec<f64> = self.w("token_embd.weight")[token as usize * d..(token as usize + 1) * d].iter().map(|v| v * embd_scale).collect();
         for l in 0..c.n_layers as usize {
